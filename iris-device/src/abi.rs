@@ -1,0 +1,141 @@
+//! The contract between compiled kernels and the host runtime.
+//!
+//! `#[iris::kernel]` emits one [`KernelUnit`] per annotated function (or module): the code
+//! object for every target it was compiled for and, per kernel, the layout of its
+//! parameters. The runtime picks the code object for the device it runs on and passes
+//! arguments as an array of pointers to argument slots, the `kernelParams` convention of
+//! `cuLaunchKernel`/`hipModuleLaunchKernel`, which the CPU target shares.
+
+use core::ffi::c_void;
+
+/// Which family of device a code object is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TargetKind {
+    /// AMD GPUs: an HSA code object (ELF shared object) for one `gfx` processor.
+    Amdgpu,
+    /// NVIDIA GPUs: PTX text (NUL-terminated) for one `sm_` architecture or newer.
+    Nvptx,
+    /// The host CPU: an ELF shared object exporting one [`CpuKernelEntry`] per kernel.
+    Cpu,
+}
+
+/// One compiled code object of a kernel unit.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeObject {
+    /// The processor it was compiled for: `gfx90a`, `gfx942`, `gfx950`, `sm_80`, `sm_90`,
+    /// or the host triple (`x86_64-unknown-linux-gnu`).
+    pub target: &'static str,
+    /// The device family.
+    pub kind: TargetKind,
+    /// The object's bytes.
+    pub bytes: &'static [u8],
+}
+
+/// How one kernel parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A scalar or vector passed by value: one slot of this size and alignment.
+    Value {
+        /// Size in bytes.
+        size: u32,
+        /// Alignment in bytes.
+        align: u32,
+    },
+    /// A raw device pointer (`*const T` / `*mut T`): one 8-byte slot.
+    Pointer,
+    /// A `Symmetric<T>`: three 8-byte slots, the local pointer, the local base and the
+    /// device address of the allocation's peer table.
+    Symmetric,
+}
+
+impl ParamKind {
+    /// How many argument slots (entries of the `kernelParams` array) this parameter takes.
+    pub const fn slots(self) -> usize {
+        match self {
+            ParamKind::Symmetric => 3,
+            _ => 1,
+        }
+    }
+}
+
+/// One kernel parameter, as declared.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    /// The parameter's name in the Rust signature.
+    pub name: &'static str,
+    /// The Rust type as written (`*const f32`, `Symmetric<f32>`, `u64`).
+    pub ty: &'static str,
+    /// How it is passed.
+    pub kind: ParamKind,
+}
+
+/// One kernel of a unit.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSpec {
+    /// The symbol of the kernel in every code object of the unit.
+    pub name: &'static str,
+    /// Its parameters in order.
+    pub params: &'static [ParamSpec],
+    /// Bytes of block-shared memory its `shared_array`s take (static, per block).
+    pub shared_bytes: u32,
+    /// Whether it calls `sync_threads` (the CPU backend then runs a block's threads
+    /// concurrently).
+    pub uses_block_barrier: bool,
+    /// The most threads per block its code objects were built for.
+    pub max_block_threads: u32,
+}
+
+impl KernelSpec {
+    /// How many argument slots a launch passes.
+    pub fn slot_count(&self) -> usize {
+        self.params.iter().map(|p| p.kind.slots()).sum()
+    }
+}
+
+/// Everything one `#[iris::kernel]` item compiled to.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelUnit {
+    /// A name unique within the program (module path and item name).
+    pub id: &'static str,
+    /// The kernels the unit exports.
+    pub kernels: &'static [KernelSpec],
+    /// One code object per compiled target.
+    pub code_objects: &'static [CodeObject],
+}
+
+impl KernelUnit {
+    /// The code objects of one device family.
+    pub fn objects_of(&self, kind: TargetKind) -> impl Iterator<Item = &CodeObject> {
+        self.code_objects.iter().filter(move |o| o.kind == kind)
+    }
+
+    /// The names of all targets the unit was compiled for, for error messages.
+    pub fn target_names(&self) -> Vec<&'static str> {
+        self.code_objects.iter().map(|o| o.target).collect()
+    }
+}
+
+/// What the CPU target's kernels read their coordinates from, one per GPU thread.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CpuLaunchContext {
+    /// `threadIdx` x, y, z.
+    pub thread_idx: [u32; 3],
+    /// `blockIdx` x, y, z.
+    pub block_idx: [u32; 3],
+    /// `blockDim` x, y, z.
+    pub block_dim: [u32; 3],
+    /// `gridDim` x, y, z.
+    pub grid_dim: [u32; 3],
+    /// The block's shared memory (at least `shared_bytes`, 16-byte aligned).
+    pub shared: *mut u8,
+    /// Called for `sync_threads`: returns once every thread of the block has called it.
+    pub barrier: unsafe extern "C" fn(state: *mut c_void),
+    /// Passed to `barrier`.
+    pub barrier_state: *mut c_void,
+}
+
+/// The signature of a kernel in a CPU code object: one call runs one GPU thread.
+/// `args` has one pointer per argument slot, as `cuLaunchKernel`'s `kernelParams`.
+pub type CpuKernelEntry =
+    unsafe extern "C" fn(ctx: *const CpuLaunchContext, args: *const *mut c_void);

@@ -1,0 +1,10 @@
+//! The kernel IR: a typed tree of one kernel unit, with the source span of every node.
+//!
+//! The frontend builds it from Rust tokens and checks its types; after checking every
+//! `Type` is concrete (no `IntVar`/`FloatVar`). The LLVM stage lowers it per target.
+
+mod nodes;
+mod types;
+
+pub use nodes::*;
+pub use types::*;

@@ -1,0 +1,220 @@
+//! The types of the kernel language.
+
+use std::fmt;
+
+/// A scalar type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    /// `bool` (`i1` in registers, one byte in memory).
+    Bool,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `f16` (IEEE half).
+    F16,
+    /// `bf16` (brain float).
+    BF16,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+}
+
+impl Scalar {
+    /// Parses a Rust type name (`usize`/`isize` are 64-bit, as on every target).
+    pub fn from_name(name: &str) -> Option<Scalar> {
+        Some(match name {
+            "bool" => Scalar::Bool,
+            "i8" => Scalar::I8,
+            "i16" => Scalar::I16,
+            "i32" => Scalar::I32,
+            "i64" | "isize" => Scalar::I64,
+            "u8" => Scalar::U8,
+            "u16" => Scalar::U16,
+            "u32" => Scalar::U32,
+            "u64" | "usize" => Scalar::U64,
+            "f16" => Scalar::F16,
+            "bf16" => Scalar::BF16,
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
+            _ => return None,
+        })
+    }
+
+    /// Size in bytes in memory.
+    pub fn size(self) -> u32 {
+        match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 2,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
+        }
+    }
+
+    /// Integer (not bool, not float).
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            Scalar::I8
+                | Scalar::I16
+                | Scalar::I32
+                | Scalar::I64
+                | Scalar::U8
+                | Scalar::U16
+                | Scalar::U32
+                | Scalar::U64
+        )
+    }
+
+    /// Signed integer.
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64)
+    }
+
+    /// Floating point.
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::BF16 | Scalar::F32 | Scalar::F64)
+    }
+
+    /// The Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I8 => "i8",
+            Scalar::I16 => "i16",
+            Scalar::I32 => "i32",
+            Scalar::I64 => "i64",
+            Scalar::U8 => "u8",
+            Scalar::U16 => "u16",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
+            Scalar::F16 => "f16",
+            Scalar::BF16 => "bf16",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+        }
+    }
+}
+
+/// A 16-byte vector type of the prelude (`f32x4`, `u64x2`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Vector {
+    /// Lane type.
+    pub elem: Scalar,
+    /// Number of lanes.
+    pub lanes: u32,
+}
+
+impl Vector {
+    /// Parses a prelude vector name.
+    pub fn from_name(name: &str) -> Option<Vector> {
+        let (elem, lanes) = match name {
+            "f32x4" => (Scalar::F32, 4),
+            "i32x4" => (Scalar::I32, 4),
+            "u32x4" => (Scalar::U32, 4),
+            "f64x2" => (Scalar::F64, 2),
+            "i64x2" => (Scalar::I64, 2),
+            "u64x2" => (Scalar::U64, 2),
+            _ => return None,
+        };
+        Some(Vector { elem, lanes })
+    }
+
+    /// The prelude name.
+    pub fn name(self) -> String {
+        format!("{}x{}", self.elem.name(), self.lanes)
+    }
+}
+
+/// A type of the kernel language.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// `()`: statements, and functions that return nothing.
+    Unit,
+    /// A scalar.
+    Scalar(Scalar),
+    /// A 16-byte vector.
+    Vector(Vector),
+    /// A raw pointer to device memory (`*const T`, `*mut T`). Kernel parameters point to
+    /// global memory; `shared_array` returns pointers to block-shared memory; both are
+    /// generic (flat) addresses inside a kernel.
+    Ptr {
+        /// The pointee.
+        pointee: Box<Type>,
+        /// `*mut` rather than `*const`.
+        mutable: bool,
+    },
+    /// `Symmetric<T>`: pointer, local base and peer table.
+    Symmetric(Box<Type>),
+    /// An integer literal whose type is not yet known (inference variable).
+    IntVar(u32),
+    /// A float literal whose type is not yet known (inference variable).
+    FloatVar(u32),
+    /// The type of `return`, `break`, `continue`: never produces a value.
+    Never,
+}
+
+impl Type {
+    /// Shorthand for a scalar type.
+    pub fn scalar(s: Scalar) -> Type {
+        Type::Scalar(s)
+    }
+
+    /// The scalar, if this is one.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        match self {
+            Type::Scalar(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// Size in bytes in memory, for values that live in memory.
+    pub fn size(&self) -> Option<u32> {
+        match self {
+            Type::Scalar(s) => Some(s.size()),
+            Type::Vector(v) => Some(v.elem.size() * v.lanes),
+            Type::Ptr { .. } => Some(8),
+            Type::Symmetric(_) => Some(24),
+            _ => None,
+        }
+    }
+
+    /// Alignment in bytes in memory.
+    pub fn align(&self) -> Option<u32> {
+        match self {
+            Type::Vector(_) => Some(16),
+            Type::Symmetric(_) => Some(8),
+            other => other.size(),
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Unit => write!(f, "()"),
+            Type::Scalar(s) => write!(f, "{}", s.name()),
+            Type::Vector(v) => write!(f, "{}", v.name()),
+            Type::Ptr { pointee, mutable } => {
+                write!(f, "*{} {}", if *mutable { "mut" } else { "const" }, pointee)
+            }
+            Type::Symmetric(t) => write!(f, "Symmetric<{t}>"),
+            Type::IntVar(_) => write!(f, "{{integer}}"),
+            Type::FloatVar(_) => write!(f, "{{float}}"),
+            Type::Never => write!(f, "!"),
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The kernel compiler: Rust tokens -> kernel IR -> LLVM IR -> code objects.
+//!
+//! - [`frontend`]: `syn` items to a checked [`kernel_ir::Unit`], errors with spans.
+//! - [`kernel_ir`]: the typed tree.
+//! - [`llvm`]: kernel IR to LLVM IR text per target, then LLVM 22 (optimise, emit).
+//! - [`code_object`]: object files to loadable code objects (`ld.lld -shared`).
+//!
+//! [`compile_unit`] runs the whole pipeline for every target in `IRIS_TARGETS`.
+
+pub mod code_object;
+mod diagnostics;
+pub mod frontend;
+pub mod kernel_ir;
+pub mod llvm;
+mod targets;
+
+pub use diagnostics::CompileError;
+pub use targets::{targets_from_env, Target, ALL_TARGETS};
+
+use std::path::PathBuf;
+
+/// One kernel unit compiled for a set of targets.
+#[derive(Debug)]
+pub struct CompiledUnit {
+    /// The checked kernel IR.
+    pub ir: kernel_ir::Unit,
+    /// One code object per target, in the order of the targets asked for.
+    pub objects: Vec<(Target, Vec<u8>)>,
+}
+
+/// Compiles checked kernel IR for each target: lower, optimise, emit, link.
+///
+/// With `dump` set, writes each target's LLVM IR before and after optimisation and its
+/// assembly there (see `IRIS_DUMP`).
+pub fn compile_ir(
+    ir: kernel_ir::Unit,
+    targets: &[Target],
+    dump: Option<PathBuf>,
+) -> Result<CompiledUnit, CompileError> {
+    let mut objects = Vec::with_capacity(targets.len());
+    for &target in targets {
+        let text = llvm::lower_unit(&ir, target).map_err(|e| CompileError::new(ir_span(&ir), e))?;
+        let emitted = llvm::codegen(&text, target, &ir.name, dump.as_deref()).map_err(|e| {
+            CompileError::new(
+                ir_span(&ir),
+                format!("LLVM failed for {}: {e}", target.name()),
+            )
+        })?;
+        let object = code_object::package(target, &emitted).map_err(|e| {
+            CompileError::new(
+                ir_span(&ir),
+                format!("packaging for {} failed: {e}", target.name()),
+            )
+        })?;
+        objects.push((target, object));
+    }
+    Ok(CompiledUnit { ir, objects })
+}
+
+/// Parses, checks and compiles Rust functions as one unit.
+///
+/// `items` are the unit's functions with a flag saying which are kernels.
+pub fn compile_unit(
+    unit_name: &str,
+    items: &[(syn::ItemFn, bool)],
+    targets: &[Target],
+    dump: Option<PathBuf>,
+) -> Result<CompiledUnit, Vec<CompileError>> {
+    let ir = frontend::build_unit(unit_name, items)?;
+    compile_ir(ir, targets, dump).map_err(|e| vec![e])
+}
+
+/// The directory named by `IRIS_DUMP`, if set.
+pub fn dump_dir_from_env() -> Option<PathBuf> {
+    std::env::var_os("IRIS_DUMP")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+fn ir_span(ir: &kernel_ir::Unit) -> proc_macro2::Span {
+    ir.functions
+        .first()
+        .map(|f| f.span)
+        .unwrap_or_else(proc_macro2::Span::call_site)
+}

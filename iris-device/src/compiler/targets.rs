@@ -1,0 +1,147 @@
+//! The targets the compiler emits code for, and `IRIS_TARGETS`.
+
+use crate::abi::TargetKind;
+
+/// A compilation target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// AMD MI200 (CDNA2).
+    Gfx90a,
+    /// AMD MI300X/MI300A (CDNA3).
+    Gfx942,
+    /// AMD MI350X/MI355X (CDNA4).
+    Gfx950,
+    /// NVIDIA Ampere (A100) and newer, through PTX.
+    Sm80,
+    /// NVIDIA Hopper (H100, H200), through PTX.
+    Sm90,
+    /// The host CPU (the machine the macro runs on).
+    Cpu,
+}
+
+/// Every target, in the order code objects are emitted.
+pub const ALL_TARGETS: [Target; 6] = [
+    Target::Gfx90a,
+    Target::Gfx942,
+    Target::Gfx950,
+    Target::Sm80,
+    Target::Sm90,
+    Target::Cpu,
+];
+
+impl Target {
+    /// The name used in `IRIS_TARGETS`, code-object tables and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Gfx90a => "gfx90a",
+            Target::Gfx942 => "gfx942",
+            Target::Gfx950 => "gfx950",
+            Target::Sm80 => "sm_80",
+            Target::Sm90 => "sm_90",
+            Target::Cpu => host_triple(),
+        }
+    }
+
+    /// The device family.
+    pub fn kind(self) -> TargetKind {
+        match self {
+            Target::Gfx90a | Target::Gfx942 | Target::Gfx950 => TargetKind::Amdgpu,
+            Target::Sm80 | Target::Sm90 => TargetKind::Nvptx,
+            Target::Cpu => TargetKind::Cpu,
+        }
+    }
+
+    /// The LLVM target triple.
+    pub fn triple(self) -> &'static str {
+        match self.kind() {
+            TargetKind::Amdgpu => "amdgcn-amd-amdhsa",
+            TargetKind::Nvptx => "nvptx64-nvidia-cuda",
+            TargetKind::Cpu => host_triple(),
+        }
+    }
+
+    /// The LLVM processor name.
+    pub fn cpu(self) -> &'static str {
+        match self {
+            Target::Gfx90a => "gfx90a",
+            Target::Gfx942 => "gfx942",
+            Target::Gfx950 => "gfx950",
+            Target::Sm80 => "sm_80",
+            Target::Sm90 => "sm_90",
+            Target::Cpu => "x86-64-v2",
+        }
+    }
+
+    /// Parses one target name.
+    pub fn from_name(name: &str) -> Option<Target> {
+        ALL_TARGETS
+            .into_iter()
+            .find(|t| t.name() == name || (name == "cpu" && *t == Target::Cpu))
+    }
+}
+
+/// The triple of the machine the compiler runs on, which the CPU backend runs on too.
+pub fn host_triple() -> &'static str {
+    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        "x86_64-unknown-linux-gnu"
+    } else if cfg!(all(target_arch = "aarch64", target_os = "linux")) {
+        "aarch64-unknown-linux-gnu"
+    } else {
+        "unsupported-host"
+    }
+}
+
+/// The targets named by `IRIS_TARGETS` (comma-separated names, or the groups `amd`,
+/// `nvidia`, `cpu`, `all`); all targets when unset or empty.
+pub fn targets_from_env() -> Result<Vec<Target>, String> {
+    match std::env::var("IRIS_TARGETS") {
+        Ok(v) if !v.trim().is_empty() => parse_targets(&v),
+        _ => Ok(ALL_TARGETS.to_vec()),
+    }
+}
+
+/// Parses an `IRIS_TARGETS` value.
+pub fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
+    let mut out: Vec<Target> = Vec::new();
+    for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let group: Vec<Target> = match word {
+            "all" => ALL_TARGETS.to_vec(),
+            "amd" => vec![Target::Gfx90a, Target::Gfx942, Target::Gfx950],
+            "nvidia" => vec![Target::Sm80, Target::Sm90],
+            other => match Target::from_name(other) {
+                Some(t) => vec![t],
+                None => {
+                    return Err(format!(
+                        "IRIS_TARGETS names unknown target `{other}`; known: gfx90a, gfx942, gfx950, sm_80, sm_90, cpu, and the groups amd, nvidia, all"
+                    ))
+                }
+            },
+        };
+        for t in group {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("IRIS_TARGETS names no target".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_groups() {
+        assert_eq!(
+            parse_targets("sm_90,cpu").unwrap(),
+            vec![Target::Sm90, Target::Cpu]
+        );
+        assert_eq!(parse_targets("amd").unwrap().len(), 3);
+        assert_eq!(parse_targets("all,sm_90").unwrap().len(), 6);
+        assert!(parse_targets("gfx1100").unwrap_err().contains("gfx1100"));
+        assert!(parse_targets(" , ").is_err());
+    }
+}

@@ -1,0 +1,31 @@
+//! What kernels are written against: `use iris::prelude::*;`.
+//!
+//! Every function here is a device intrinsic. Kernel bodies are type-checked by rustc
+//! against these signatures and compiled by the iris compiler; calling one from host code
+//! panics, because host code has no thread, block or peer to speak of.
+
+mod atomics;
+mod ids;
+mod memory;
+mod scope;
+mod symmetric;
+mod values;
+mod vector;
+
+pub use atomics::*;
+pub use ids::*;
+pub use memory::*;
+pub use scope::{fence, Scope};
+pub use symmetric::Symmetric;
+pub use values::{AtomicBits, AtomicValue, DeviceValue};
+pub use vector::*;
+
+pub use core::sync::atomic::Ordering;
+pub use half::{bf16, f16};
+
+/// The body of every intrinsic when it is called on the host.
+#[cold]
+#[track_caller]
+pub(crate) fn device_only(name: &str) -> ! {
+    panic!("iris::{name} is a device intrinsic: it runs inside a #[iris::kernel] only")
+}

@@ -1,0 +1,2 @@
+//! The iris runtime.
+#![warn(missing_docs)]

@@ -1,0 +1,1 @@
+//! `#[iris::kernel]` and `#[iris::kernels]`.
