@@ -1,1 +1,56 @@
-//! `#[iris::kernel]` and `#[iris::kernels]`.
+//! `#[iris::kernel]` and `#[iris::kernels]`: Rust functions compiled to AMD, NVIDIA and CPU
+//! code objects at build time.
+//!
+//! For each kernel the macro
+//! 1. re-emits the body in a never-called function so rustc type-checks it against the
+//!    prelude (and rust-analyzer completes it),
+//! 2. builds the kernel IR, checks the subset, and compiles it for every target in
+//!    `IRIS_TARGETS` (default: all) through LLVM,
+//! 3. embeds the code objects and emits `name::launch(&iris, config, args..)`, a typed
+//!    launcher: a `Symmetric<T>` parameter takes a `&SymmetricBuffer<T>`, a raw pointer any
+//!    `AsDevicePtr<T>`, a value its own type.
+//!
+//! Anything outside the kernel subset is a `compile_error!` at the offending tokens.
+
+mod expand;
+mod launcher;
+mod unit_tokens;
+
+use proc_macro::TokenStream;
+
+/// Compiles one function into a kernel and generates its launcher, `name::launch`.
+///
+/// ```ignore
+/// use iris::prelude::*;
+///
+/// #[iris::kernel]
+/// pub fn scale(x: *mut f32, a: f32, n: u64) {
+///     let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+///     if i < n {
+///         unsafe { *x.add(i as usize) = a * *x.add(i as usize) };
+///     }
+/// }
+/// // host: scale::launch(&iris, (blocks, threads), &buffer, 2.0, n)?;
+/// ```
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::guarded(|| expand::kernel(attr.into(), item.into())).into()
+}
+
+/// Compiles a module's functions as one unit: functions marked `#[kernel]` are kernels
+/// (each gets a launcher module of its name), the others are device functions the
+/// kernels may call.
+///
+/// ```ignore
+/// #[iris::kernels]
+/// mod reduce {
+///     use iris::prelude::*;
+///     fn add(a: f32, b: f32) -> f32 { a + b }
+///     #[kernel]
+///     pub fn sum_into(x: *mut f32, y: *const f32) { unsafe { *x = add(*x, *y) } }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::guarded(|| expand::kernels(attr.into(), item.into())).into()
+}

@@ -28,6 +28,8 @@ impl<T> Clone for Symmetric<T> {
 }
 impl<T> Copy for Symmetric<T> {}
 
+// `add`/`sub` mirror `pointer::add`/`pointer::sub`, which kernels already know.
+#[allow(clippy::should_implement_trait)]
 impl<T> Symmetric<T> {
     /// The pointer `count` elements further on (`pointer::add`).
     #[inline(always)]

@@ -40,7 +40,7 @@ macro_rules! vector {
             fn add(self, rhs: Self) -> Self {
                 let mut out = self.0;
                 for (o, r) in out.iter_mut().zip(rhs.0) {
-                    *o = *o + r;
+                    *o += r;
                 }
                 Self(out)
             }
@@ -52,7 +52,7 @@ macro_rules! vector {
             fn sub(self, rhs: Self) -> Self {
                 let mut out = self.0;
                 for (o, r) in out.iter_mut().zip(rhs.0) {
-                    *o = *o - r;
+                    *o -= r;
                 }
                 Self(out)
             }
@@ -64,7 +64,7 @@ macro_rules! vector {
             fn mul(self, rhs: Self) -> Self {
                 let mut out = self.0;
                 for (o, r) in out.iter_mut().zip(rhs.0) {
-                    *o = *o * r;
+                    *o *= r;
                 }
                 Self(out)
             }

@@ -1,0 +1,117 @@
+//! The state of building one function's IR: locals in scope, inference, loop depth.
+
+use super::super::kernel_ir::{Expr, ExprKind, Function, Local, LocalId, SharedArray, Type};
+use super::super::CompileError;
+use super::infer::InferTable;
+use proc_macro2::Span;
+use std::collections::HashMap;
+
+/// A function's signature, known before any body is built so calls resolve.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    /// Name.
+    pub name: String,
+    /// Kernel or device function.
+    pub is_kernel: bool,
+    /// Parameter names, types, mutability and spans.
+    pub params: Vec<Local>,
+    /// Return type.
+    pub ret: Type,
+    /// Name span.
+    pub span: Span,
+}
+
+/// Builds one function body.
+pub struct FnBuilder<'u> {
+    /// Every function of the unit, by index.
+    pub sigs: &'u [Signature],
+    /// This function's index.
+    pub this: usize,
+    /// Locals so far.
+    pub locals: Vec<Local>,
+    scopes: Vec<HashMap<String, LocalId>>,
+    /// Literal inference.
+    pub infer: InferTable,
+    /// `shared_array` call sites.
+    pub shared_arrays: Vec<SharedArray>,
+    /// Whether `sync_threads` is called.
+    pub uses_block_barrier: bool,
+    /// Nesting depth of loops (for `break`/`continue`).
+    pub loop_depth: usize,
+}
+
+impl<'u> FnBuilder<'u> {
+    /// A builder with the parameters of `sigs[this]` in scope.
+    pub fn new(sigs: &'u [Signature], this: usize) -> Self {
+        let mut b = FnBuilder {
+            sigs,
+            this,
+            locals: Vec::new(),
+            scopes: vec![HashMap::new()],
+            infer: InferTable::default(),
+            shared_arrays: Vec::new(),
+            uses_block_barrier: false,
+            loop_depth: 0,
+        };
+        for p in &sigs[this].params {
+            b.declare(p.clone());
+        }
+        b
+    }
+
+    /// The function's return type.
+    pub fn ret(&self) -> Type {
+        self.sigs[self.this].ret.clone()
+    }
+
+    /// Adds a local to the innermost scope (shadowing any of the same name).
+    pub fn declare(&mut self, local: Local) -> LocalId {
+        let id = self.locals.len();
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(local.name.clone(), id);
+        }
+        self.locals.push(local);
+        id
+    }
+
+    /// Looks a name up, innermost scope first.
+    pub fn lookup(&self, name: &str) -> Option<LocalId> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    /// Opens a block scope.
+    pub fn push_scope(&mut self) {
+        self.scopes.push(HashMap::new());
+    }
+
+    /// Closes a block scope.
+    pub fn pop_scope(&mut self) {
+        self.scopes.pop();
+    }
+
+    /// An expression node.
+    pub fn expr(&self, kind: ExprKind, ty: Type, span: Span) -> Expr {
+        Expr { kind, ty, span }
+    }
+
+    /// Makes `e`'s type `want`, or errors at `e`.
+    pub fn expect(&mut self, e: &Expr, want: &Type) -> Result<(), CompileError> {
+        self.infer.unify(&e.ty, want, e.span).map(|_| ())
+    }
+
+    /// Assembles the function once its body is built.
+    pub fn finish(self, body: super::super::kernel_ir::Block) -> Function {
+        let sig = &self.sigs[self.this];
+        Function {
+            name: sig.name.clone(),
+            is_kernel: sig.is_kernel,
+            param_count: sig.params.len(),
+            ret: sig.ret.clone(),
+            locals: self.locals,
+            body,
+            shared_arrays: self.shared_arrays,
+            uses_block_barrier: self.uses_block_barrier,
+            span: sig.span,
+        }
+    }
+}

@@ -1,0 +1,758 @@
+//! Function calls: device intrinsics (`iris::store`, `thread_idx_x`, ...), device
+//! functions of the unit, and associated functions of types (`f32x4::new`, `f16::from_f32`).
+
+use super::super::kernel_ir::{
+    Dim, Expr, ExprKind, Intrinsic, MemOrder, MemScope, RmwOp, Scalar, SharedArray, Type, Vector,
+};
+use super::super::CompileError;
+use super::builder::FnBuilder;
+use super::types::{is_memory_type, parse_type};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+/// Path prefixes under which the prelude's functions may be named.
+const PRELUDE_PREFIXES: &[&[&str]] = &[
+    &[],
+    &["iris"],
+    &["iris", "prelude"],
+    &["iris_device"],
+    &["iris_device", "prelude"],
+];
+
+impl FnBuilder<'_> {
+    /// `f(args)`.
+    pub fn call(&mut self, c: &syn::ExprCall) -> Result<Expr, CompileError> {
+        let syn::Expr::Path(path) = &*c.func else {
+            return Err(CompileError::new(
+                c.func.span(),
+                "only named functions can be called in kernels",
+            ));
+        };
+        if path.qself.is_some() {
+            return Err(CompileError::new(
+                path.span(),
+                "qualified paths are not supported in kernels",
+            ));
+        }
+        let segs: Vec<String> = path
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let span = c.span();
+        let Some((name, prefix)) = segs.split_last() else {
+            return Err(CompileError::new(path.span(), "empty path"));
+        };
+        // A device function of the unit.
+        if prefix.is_empty() || prefix == ["self"] {
+            if let Some(index) = self.sigs.iter().position(|s| &s.name == name) {
+                return self.device_call(index, c, span);
+            }
+        }
+        // `Type::function(..)`.
+        if prefix.len() == 1 {
+            if let Some(e) = self.associated_call(&prefix[0], name, c, span)? {
+                return Ok(e);
+            }
+        }
+        if PRELUDE_PREFIXES.iter().any(|p| *p == prefix) {
+            let generics = &path.path.segments[path.path.segments.len() - 1].arguments;
+            return self.intrinsic_call(name, generics, c, span);
+        }
+        Err(CompileError::new(
+            path.span(),
+            format!(
+                "cannot call `{}` in a kernel: kernels call the iris device API (`iris::store`, `iris::load`, ...), the thread/block id functions, and device functions of the same `#[iris::kernels]` module",
+                segs.join("::")
+            ),
+        ))
+    }
+
+    fn args(&mut self, c: &syn::ExprCall) -> Result<Vec<Expr>, CompileError> {
+        c.args.iter().map(|a| self.expr_tree(a)).collect()
+    }
+
+    fn arity(&self, c: &syn::ExprCall, name: &str, n: usize) -> Result<(), CompileError> {
+        if c.args.len() != n {
+            return Err(CompileError::new(
+                c.span(),
+                format!(
+                    "`{name}` takes {n} argument{}, {} given",
+                    if n == 1 { "" } else { "s" },
+                    c.args.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn device_call(
+        &mut self,
+        index: usize,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        let sig = self.sigs[index].clone();
+        if sig.is_kernel {
+            return Err(CompileError::new(
+                span,
+                format!("`{}` is a kernel: kernels are launched from the host, not called from device code", sig.name),
+            ));
+        }
+        if index == self.this {
+            return Err(CompileError::new(
+                span,
+                "recursion is not supported in kernels",
+            ));
+        }
+        self.arity(c, &sig.name, sig.params.len())?;
+        let args = self.args(c)?;
+        for (a, p) in args.iter().zip(&sig.params) {
+            self.expect(a, &p.ty)?;
+        }
+        Ok(self.expr(ExprKind::Call { func: index, args }, sig.ret.clone(), span))
+    }
+
+    fn associated_call(
+        &mut self,
+        ty: &str,
+        name: &str,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Option<Expr>, CompileError> {
+        if let Some(v) = Vector::from_name(ty) {
+            let vt = Type::Vector(v);
+            return match name {
+                "new" => {
+                    self.arity(c, &format!("{ty}::new"), 1)?;
+                    let Some(syn::Expr::Array(arr)) = c.args.first() else {
+                        return Err(CompileError::new(
+                            c.span(),
+                            format!(
+                                "`{ty}::new` takes an array of {} lanes: `{ty}::new([..])`",
+                                v.lanes
+                            ),
+                        ));
+                    };
+                    if arr.elems.len() != v.lanes as usize {
+                        return Err(CompileError::new(
+                            arr.span(),
+                            format!("`{ty}` has {} lanes, {} given", v.lanes, arr.elems.len()),
+                        ));
+                    }
+                    let mut lanes = Vec::new();
+                    for e in &arr.elems {
+                        let lane = self.expr_tree(e)?;
+                        self.expect(&lane, &Type::Scalar(v.elem))?;
+                        lanes.push(lane);
+                    }
+                    Ok(Some(self.expr(
+                        ExprKind::Intrinsic {
+                            op: Intrinsic::VecNew,
+                            args: lanes,
+                        },
+                        vt,
+                        span,
+                    )))
+                }
+                "splat" => {
+                    self.arity(c, &format!("{ty}::splat"), 1)?;
+                    let args = self.args(c)?;
+                    self.expect(&args[0], &Type::Scalar(v.elem))?;
+                    Ok(Some(self.expr(
+                        ExprKind::Intrinsic {
+                            op: Intrinsic::VecSplat,
+                            args,
+                        },
+                        vt,
+                        span,
+                    )))
+                }
+                _ => Err(CompileError::new(
+                    span,
+                    format!(
+                        "`{ty}::{name}` is not supported; vectors have `new`, `splat` and `get`"
+                    ),
+                )),
+            };
+        }
+        let Some(s) = Scalar::from_name(ty) else {
+            return Ok(None);
+        };
+        match (s, name) {
+            (Scalar::F16 | Scalar::BF16, "from_f32" | "from_f64") => {
+                self.arity(c, name, 1)?;
+                let args = self.args(c)?;
+                let from = if name == "from_f32" {
+                    Scalar::F32
+                } else {
+                    Scalar::F64
+                };
+                self.expect(&args[0], &Type::Scalar(from))?;
+                let arg = args.into_iter().next().map(Box::new);
+                match arg {
+                    Some(a) => Ok(Some(self.expr(ExprKind::Cast(a), Type::Scalar(s), span))),
+                    None => Err(CompileError::new(span, "missing argument")),
+                }
+            }
+            (_, "sqrt" | "abs" | "min" | "max") => {
+                let n = if matches!(name, "min" | "max") { 2 } else { 1 };
+                self.arity(c, &format!("{ty}::{name}"), n)?;
+                let mut args = self.args(c)?.into_iter();
+                let (Some(first), rest) = (args.next(), args.collect::<Vec<_>>()) else {
+                    return Err(CompileError::new(span, "missing argument"));
+                };
+                self.expect(&first, &Type::Scalar(s))?;
+                Ok(Some(self.math(name, first, rest, span)?))
+            }
+            _ => Err(CompileError::new(
+                span,
+                format!("`{ty}::{name}` is not supported in kernels"),
+            )),
+        }
+    }
+
+    /// `x.sqrt()`, `x.min(y)`, ... on floats (and min/max/abs on integers).
+    pub fn math(
+        &mut self,
+        name: &str,
+        x: Expr,
+        rest: Vec<Expr>,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        use super::super::kernel_ir::MathFn;
+        let f = match name {
+            "sqrt" => MathFn::Sqrt,
+            "abs" => MathFn::Abs,
+            "min" => MathFn::Min,
+            "max" => MathFn::Max,
+            _ => {
+                return Err(CompileError::new(
+                    span,
+                    format!("`{name}` is not supported"),
+                ))
+            }
+        };
+        let t = self.infer.shallow(&x.ty);
+        let float = self.infer.is_float(&t);
+        let int = self.infer.is_int(&t);
+        let ok = match f {
+            MathFn::Sqrt => float,
+            MathFn::Abs => {
+                float
+                    || t.as_scalar().is_some_and(|s| s.is_signed())
+                    || matches!(t, Type::IntVar(_))
+            }
+            MathFn::Min | MathFn::Max => float || int,
+        };
+        if !ok || matches!(t, Type::Scalar(Scalar::F16 | Scalar::BF16)) {
+            return Err(CompileError::new(
+                span,
+                format!(
+                    "`{name}` is not available for `{}` in kernels",
+                    self.infer.describe(&t)
+                ),
+            ));
+        }
+        let mut args = vec![x];
+        for r in rest {
+            let ty = args[0].ty.clone();
+            self.expect(&r, &ty)?;
+            args.push(r);
+        }
+        let ty = args[0].ty.clone();
+        Ok(self.expr(
+            ExprKind::Intrinsic {
+                op: Intrinsic::Math(f),
+                args,
+            },
+            ty,
+            span,
+        ))
+    }
+
+    fn intrinsic_call(
+        &mut self,
+        name: &str,
+        generics: &syn::PathArguments,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        let u32t = Type::Scalar(Scalar::U32);
+        let id = |d: Dim, which: &str| -> Intrinsic {
+            match which {
+                "thread_idx" => Intrinsic::ThreadIdx(d),
+                "block_idx" => Intrinsic::BlockIdx(d),
+                "block_dim" => Intrinsic::BlockDim(d),
+                _ => Intrinsic::GridDim(d),
+            }
+        };
+        if let Some((which, dim)) = name.rsplit_once('_') {
+            if matches!(which, "thread_idx" | "block_idx" | "block_dim" | "grid_dim") {
+                let d = match dim {
+                    "x" => Dim::X,
+                    "y" => Dim::Y,
+                    "z" => Dim::Z,
+                    _ => return Err(unknown_intrinsic(name, span)),
+                };
+                self.arity(c, name, 0)?;
+                return Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: id(d, which),
+                        args: vec![],
+                    },
+                    u32t,
+                    span,
+                ));
+            }
+        }
+        match name {
+            "sync_threads" => {
+                self.arity(c, name, 0)?;
+                self.uses_block_barrier = true;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::SyncThreads,
+                        args: vec![],
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "fence" => {
+                self.arity(c, name, 2)?;
+                let order = ordering_arg(&c.args[0])?;
+                let scope = scope_arg(&c.args[1])?;
+                if order == MemOrder::Relaxed {
+                    return Err(CompileError::new(
+                        c.args[0].span(),
+                        "a fence cannot be `Relaxed`: use Acquire, Release, AcqRel or SeqCst",
+                    ));
+                }
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Fence { order, scope },
+                        args: vec![],
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "shared_array" => self.shared_array(generics, c, span),
+            "load" => {
+                self.arity(c, name, 2)?;
+                let args = self.args(c)?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.expect(&args[1], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::RemoteLoad,
+                        args,
+                    },
+                    elem,
+                    span,
+                ))
+            }
+            "store" => {
+                self.arity(c, name, 3)?;
+                let args = self.args(c)?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.expect(&args[1], &elem)?;
+                self.expect(&args[2], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::RemoteStore,
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "get" => {
+                self.arity(c, name, 3)?;
+                let args = self.args(c)?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.expect(
+                    &args[1],
+                    &Type::Ptr {
+                        pointee: Box::new(elem),
+                        mutable: true,
+                    },
+                )?;
+                self.expect(&args[2], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Get,
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "put" => {
+                self.arity(c, name, 3)?;
+                let args = self.args(c)?;
+                let elem = self.symmetric_elem(&args[1])?;
+                match self.infer.shallow(&args[0].ty) {
+                    Type::Ptr { pointee, .. } => {
+                        self.infer.unify(&pointee, &elem, args[0].span)?;
+                    }
+                    other => {
+                        return Err(CompileError::new(
+                            args[0].span,
+                            format!(
+                                "`put` reads from a local pointer (`*const {elem}`), found `{}`",
+                                self.infer.describe(&other)
+                            ),
+                        ))
+                    }
+                }
+                self.expect(&args[2], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Put,
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "copy" => {
+                self.arity(c, name, 4)?;
+                let args = self.args(c)?;
+                let src = self.symmetric_elem(&args[0])?;
+                let dst = self.symmetric_elem(&args[1])?;
+                self.infer.unify(&dst, &src, args[1].span)?;
+                self.expect(&args[2], &u32t)?;
+                self.expect(&args[3], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Copy,
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "atomic_add" | "atomic_sub" | "atomic_and" | "atomic_or" | "atomic_xor"
+            | "atomic_min" | "atomic_max" | "atomic_xchg" => self.atomic_rmw(name, c, span),
+            "atomic_cas" => {
+                self.arity(c, name, 6)?;
+                let order = ordering_arg(&c.args[4])?;
+                let scope = scope_arg(&c.args[5])?;
+                let args: Vec<Expr> = c
+                    .args
+                    .iter()
+                    .take(4)
+                    .map(|a| self.expr_tree(a))
+                    .collect::<Result<_, _>>()?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.atomic_type(&elem, true, name, args[0].span)?;
+                self.expect(&args[1], &elem)?;
+                self.expect(&args[2], &elem)?;
+                self.expect(&args[3], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::AtomicCas { order, scope },
+                        args,
+                    },
+                    elem,
+                    span,
+                ))
+            }
+            "atomic_load" => {
+                self.arity(c, name, 4)?;
+                let order = ordering_arg(&c.args[2])?;
+                if matches!(order, MemOrder::Release | MemOrder::AcqRel) {
+                    return Err(CompileError::new(c.args[2].span(), "an atomic load cannot be `Release` or `AcqRel`: use Relaxed, Acquire or SeqCst"));
+                }
+                let scope = scope_arg(&c.args[3])?;
+                let args: Vec<Expr> = c
+                    .args
+                    .iter()
+                    .take(2)
+                    .map(|a| self.expr_tree(a))
+                    .collect::<Result<_, _>>()?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.scalar_atomic(&elem, name, args[0].span)?;
+                self.expect(&args[1], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::AtomicLoad { order, scope },
+                        args,
+                    },
+                    elem,
+                    span,
+                ))
+            }
+            "atomic_store" => {
+                self.arity(c, name, 5)?;
+                let order = ordering_arg(&c.args[3])?;
+                if matches!(order, MemOrder::Acquire | MemOrder::AcqRel) {
+                    return Err(CompileError::new(c.args[3].span(), "an atomic store cannot be `Acquire` or `AcqRel`: use Relaxed, Release or SeqCst"));
+                }
+                let scope = scope_arg(&c.args[4])?;
+                let args: Vec<Expr> = c
+                    .args
+                    .iter()
+                    .take(3)
+                    .map(|a| self.expr_tree(a))
+                    .collect::<Result<_, _>>()?;
+                let elem = self.symmetric_elem(&args[0])?;
+                self.scalar_atomic(&elem, name, args[0].span)?;
+                self.expect(&args[1], &elem)?;
+                self.expect(&args[2], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::AtomicStore { order, scope },
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
+            _ => Err(unknown_intrinsic(name, span)),
+        }
+    }
+
+    fn atomic_rmw(
+        &mut self,
+        name: &str,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        self.arity(c, name, 5)?;
+        let op = match name {
+            "atomic_add" => RmwOp::Add,
+            "atomic_sub" => RmwOp::Sub,
+            "atomic_and" => RmwOp::And,
+            "atomic_or" => RmwOp::Or,
+            "atomic_xor" => RmwOp::Xor,
+            "atomic_min" => RmwOp::Min,
+            "atomic_max" => RmwOp::Max,
+            _ => RmwOp::Xchg,
+        };
+        let order = ordering_arg(&c.args[3])?;
+        let scope = scope_arg(&c.args[4])?;
+        let args: Vec<Expr> = c
+            .args
+            .iter()
+            .take(3)
+            .map(|a| self.expr_tree(a))
+            .collect::<Result<_, _>>()?;
+        let elem = self.symmetric_elem(&args[0])?;
+        let bits_only = !matches!(op, RmwOp::Add | RmwOp::Sub);
+        self.atomic_type(&elem, bits_only, name, args[0].span)?;
+        self.expect(&args[1], &elem)?;
+        self.expect(&args[2], &Type::Scalar(Scalar::U32))?;
+        Ok(self.expr(
+            ExprKind::Intrinsic {
+                op: Intrinsic::AtomicRmw { op, order, scope },
+                args,
+            },
+            elem,
+            span,
+        ))
+    }
+
+    fn atomic_type(
+        &self,
+        elem: &Type,
+        ints_only: bool,
+        name: &str,
+        span: Span,
+    ) -> Result<(), CompileError> {
+        let ok = match elem {
+            Type::Scalar(s) => {
+                matches!(s, Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64)
+                    || (!ints_only && matches!(s, Scalar::F32 | Scalar::F64))
+            }
+            _ => false,
+        };
+        if !ok {
+            let allowed = if ints_only {
+                "i32, u32, i64, u64"
+            } else {
+                "i32, u32, i64, u64, f32, f64"
+            };
+            return Err(CompileError::new(
+                span,
+                format!("`{name}` works on {allowed}, not `{elem}`"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn scalar_atomic(&self, elem: &Type, name: &str, span: Span) -> Result<(), CompileError> {
+        match elem {
+            Type::Scalar(_) => Ok(()),
+            _ => Err(CompileError::new(
+                span,
+                format!("`{name}` works on scalars, not `{elem}`"),
+            )),
+        }
+    }
+
+    /// The element type of a `Symmetric<T>` argument.
+    pub fn symmetric_elem(&self, e: &Expr) -> Result<Type, CompileError> {
+        match self.infer.shallow(&e.ty) {
+            Type::Symmetric(t) => Ok(*t),
+            Type::Ptr { .. } => Err(CompileError::new(
+                e.span,
+                "expected a `Symmetric<T>`, found a raw pointer: remote operations need the allocation's peer table, so the parameter must be `Symmetric<T>`",
+            )),
+            other => Err(CompileError::new(e.span, format!("expected a `Symmetric<T>`, found `{}`", self.infer.describe(&other)))),
+        }
+    }
+
+    fn shared_array(
+        &mut self,
+        generics: &syn::PathArguments,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        self.arity(c, "shared_array", 0)?;
+        let usage = "write `shared_array::<T, N>()` with an element type and a literal length";
+        let syn::PathArguments::AngleBracketed(a) = generics else {
+            return Err(CompileError::new(span, usage));
+        };
+        let mut it = a.args.iter();
+        let (Some(syn::GenericArgument::Type(t)), Some(len), None) =
+            (it.next(), it.next(), it.next())
+        else {
+            return Err(CompileError::new(a.span(), usage));
+        };
+        let elem = parse_type(t)?;
+        if !is_memory_type(&elem) {
+            return Err(CompileError::new(
+                t.span(),
+                "shared arrays hold scalars or 16-byte vectors",
+            ));
+        }
+        let len_expr = match len {
+            syn::GenericArgument::Const(e) => e,
+            syn::GenericArgument::Type(syn::Type::Path(p)) => {
+                return Err(CompileError::new(
+                    p.span(),
+                    "the length of a shared array must be an integer literal",
+                ))
+            }
+            other => return Err(CompileError::new(other.span(), usage)),
+        };
+        let n = match strip_block(len_expr) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i
+                .base10_parse::<u64>()
+                .map_err(|e| CompileError::new(i.span(), e.to_string()))?,
+            other => {
+                return Err(CompileError::new(
+                    other.span(),
+                    "the length of a shared array must be an integer literal",
+                ))
+            }
+        };
+        let bytes = n.saturating_mul(elem.size().unwrap_or(1) as u64);
+        if n == 0 || bytes > 64 * 1024 {
+            return Err(CompileError::new(
+                len_expr.span(),
+                format!("a shared array must hold 1 to 65536 bytes; this one is {bytes}"),
+            ));
+        }
+        let index = self.shared_arrays.len();
+        self.shared_arrays.push(SharedArray {
+            elem: elem.clone(),
+            len: n,
+        });
+        let ty = Type::Ptr {
+            pointee: Box::new(elem),
+            mutable: true,
+        };
+        Ok(self.expr(
+            ExprKind::Intrinsic {
+                op: Intrinsic::SharedArray { index },
+                args: vec![],
+            },
+            ty,
+            span,
+        ))
+    }
+}
+
+fn strip_block(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(inner, None) => strip_block(inner),
+            _ => e,
+        },
+        syn::Expr::Paren(p) => strip_block(&p.expr),
+        other => other,
+    }
+}
+
+fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
+    CompileError::new(
+        span,
+        format!(
+            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*"
+        ),
+    )
+}
+
+fn last_two(e: &syn::Expr) -> Option<(String, String)> {
+    let syn::Expr::Path(p) = e else { return None };
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    match segs.as_slice() {
+        [.., a, b] => Some((a.clone(), b.clone())),
+        _ => None,
+    }
+}
+
+/// `Ordering::Acquire` (any prefix) as a constant.
+fn ordering_arg(e: &syn::Expr) -> Result<MemOrder, CompileError> {
+    let err = || {
+        CompileError::new(
+            e.span(),
+            "the ordering must be written as a constant: `Ordering::Relaxed`, `Acquire`, `Release`, `AcqRel` or `SeqCst`",
+        )
+    };
+    let (ty, name) = last_two(e).ok_or_else(err)?;
+    if ty != "Ordering" {
+        return Err(err());
+    }
+    Ok(match name.as_str() {
+        "Relaxed" => MemOrder::Relaxed,
+        "Acquire" => MemOrder::Acquire,
+        "Release" => MemOrder::Release,
+        "AcqRel" => MemOrder::AcqRel,
+        "SeqCst" => MemOrder::SeqCst,
+        _ => return Err(err()),
+    })
+}
+
+/// `Scope::System` (any prefix) as a constant.
+fn scope_arg(e: &syn::Expr) -> Result<MemScope, CompileError> {
+    let err = || {
+        CompileError::new(
+            e.span(),
+            "the scope must be written as a constant: `Scope::Block`, `Scope::Device` or `Scope::System` (use System across ranks)",
+        )
+    };
+    let (ty, name) = last_two(e).ok_or_else(err)?;
+    if ty != "Scope" {
+        return Err(err());
+    }
+    Ok(match name.as_str() {
+        "Block" => MemScope::Block,
+        "Device" => MemScope::Device,
+        "System" => MemScope::System,
+        _ => return Err(err()),
+    })
+}

@@ -1,0 +1,109 @@
+//! Rust type syntax -> kernel IR types.
+
+use super::super::kernel_ir::{Scalar, Type, Vector};
+use super::super::CompileError;
+use syn::spanned::Spanned;
+
+/// What kernels may name: scalars, the prelude's vectors, raw pointers to those, and
+/// `Symmetric<T>` of those.
+pub fn parse_type(ty: &syn::Type) -> Result<Type, CompileError> {
+    match ty {
+        syn::Type::Paren(p) => parse_type(&p.elem),
+        syn::Type::Group(g) => parse_type(&g.elem),
+        syn::Type::Tuple(t) if t.elems.is_empty() => Ok(Type::Unit),
+        syn::Type::Ptr(p) => {
+            let pointee = parse_type(&p.elem)?;
+            if !is_memory_type(&pointee) {
+                return Err(CompileError::new(
+                    p.elem.span(),
+                    format!("kernels can point only to scalars and 16-byte vectors, not `{pointee}`"),
+                ));
+            }
+            Ok(Type::Ptr { pointee: Box::new(pointee), mutable: p.mutability.is_some() })
+        }
+        syn::Type::Path(tp) if tp.qself.is_none() => parse_path_type(tp),
+        syn::Type::Reference(r) => Err(CompileError::new(
+            r.span(),
+            "references are not supported in kernels: use raw pointers (`*const T`, `*mut T`) or `Symmetric<T>`",
+        )),
+        syn::Type::Array(a) => Err(CompileError::new(
+            a.span(),
+            "arrays are not supported in kernels: use `shared_array::<T, N>()` for block-shared memory or a 16-byte vector type (`f32x4`)",
+        )),
+        syn::Type::Slice(s) => Err(CompileError::new(
+            s.span(),
+            "slices are not supported in kernels: pass a raw pointer and a length",
+        )),
+        other => Err(CompileError::new(
+            other.span(),
+            "this type is not supported in kernels; supported: bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64, the 16-byte vectors (f32x4, ...), raw pointers to them, and Symmetric<T>",
+        )),
+    }
+}
+
+fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
+    let Some(last) = tp.path.segments.last() else {
+        return Err(CompileError::new(tp.span(), "empty type path"));
+    };
+    let name = last.ident.to_string();
+    if name == "Symmetric" {
+        let arg = single_type_argument(&last.arguments).ok_or_else(|| {
+            CompileError::new(
+                last.span(),
+                "`Symmetric` takes one element type: `Symmetric<f32>`",
+            )
+        })?;
+        let elem = parse_type(arg)?;
+        if !is_memory_type(&elem) {
+            return Err(CompileError::new(
+                arg.span(),
+                format!("`Symmetric<{elem}>`: the element must be a scalar or a 16-byte vector"),
+            ));
+        }
+        return Ok(Type::Symmetric(Box::new(elem)));
+    }
+    if !last.arguments.is_empty()
+        && (Scalar::from_name(&name).is_some() || Vector::from_name(&name).is_some())
+    {
+        return Err(CompileError::new(
+            last.arguments.span(),
+            format!("`{name}` takes no type arguments"),
+        ));
+    }
+    if let Some(s) = Scalar::from_name(&name) {
+        return Ok(Type::Scalar(s));
+    }
+    if let Some(v) = Vector::from_name(&name) {
+        return Ok(Type::Vector(v));
+    }
+    let hint = match name.as_str() {
+        "String" | "Vec" | "Box" | "Option" | "Result" => {
+            ": kernels have no heap and no enums; use raw pointers into device memory"
+        }
+        "u128" | "i128" => ": 128-bit integers are not supported; use u64 or i64",
+        "char" | "str" => ": text is not supported in kernels",
+        _ => "",
+    };
+    Err(CompileError::new(
+        tp.span(),
+        format!(
+            "type `{name}` is not supported in kernels{hint}; supported: bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64, f32x4/i32x4/u32x4/f64x2/i64x2/u64x2, raw pointers to them, and Symmetric<T>"
+        ),
+    ))
+}
+
+/// The single generic type argument of `Name<T>`.
+pub fn single_type_argument(args: &syn::PathArguments) -> Option<&syn::Type> {
+    match args {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+            Some(syn::GenericArgument::Type(t)) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Scalars and vectors: what lives in memory behind a pointer.
+pub fn is_memory_type(ty: &Type) -> bool {
+    matches!(ty, Type::Scalar(_) | Type::Vector(_))
+}

@@ -1,0 +1,185 @@
+//! The two attributes' expansion: parse, re-emit for rustc, compile, emit launchers.
+
+use crate::launcher::launcher_module;
+use crate::unit_tokens::unit_static;
+use iris_device::compiler::{self, CompileError, Target};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+use syn::spanned::Spanned;
+
+/// Runs an expansion, turning a panic (a compiler bug) into a compile error.
+pub fn guarded(f: impl FnOnce() -> TokenStream) -> TokenStream {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(tokens) => tokens,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            let text =
+                format!("internal error in the iris kernel compiler (please report it): {msg}");
+            quote!(::core::compile_error!(#text);)
+        }
+    }
+}
+
+fn errors_to_tokens(errors: &[CompileError]) -> TokenStream {
+    errors
+        .iter()
+        .map(|e| e.to_syn().to_compile_error())
+        .collect()
+}
+
+/// Targets and dump directory from the environment, and tokens that make cargo rebuild
+/// the kernels when either variable changes.
+fn build_settings(
+    span: Span,
+) -> Result<(Vec<Target>, Option<std::path::PathBuf>, TokenStream), CompileError> {
+    let targets = compiler::targets_from_env().map_err(|e| CompileError::new(span, e))?;
+    let dump = compiler::dump_dir_from_env();
+    let track = quote! {
+        const _: ::core::option::Option<&str> = ::core::option_env!("IRIS_TARGETS");
+        const _: ::core::option::Option<&str> = ::core::option_env!("IRIS_DUMP");
+    };
+    Ok((targets, dump, track))
+}
+
+/// The never-called copy of a function that rustc type-checks against the prelude.
+fn check_shim(item: &syn::ItemFn, rename: Option<syn::Ident>) -> TokenStream {
+    let mut f = item.clone();
+    f.attrs
+        .retain(|a| !a.path().is_ident("kernel") && !a.path().is_ident("doc"));
+    if let Some(name) = rename {
+        f.sig.ident = name;
+        f.vis = syn::Visibility::Inherited;
+    }
+    quote! {
+        #[doc(hidden)]
+        #[allow(dead_code, unused_variables, unused_mut, unused_unsafe, unused_parens, clippy::all)]
+        #f
+    }
+}
+
+fn shim_name(kernel: &syn::Ident) -> syn::Ident {
+    format_ident!("__iris_kernel_{}", kernel)
+}
+
+/// `#[iris::kernel] fn ...`
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(attr.span(), "#[iris::kernel] takes no arguments")
+            .to_compile_error();
+    }
+    let func: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            return syn::Error::new(
+                Span::call_site(),
+                "#[iris::kernel] goes on a function; for several kernels sharing device functions use #[iris::kernels] on a module",
+            )
+            .to_compile_error();
+        }
+    };
+    let name = func.sig.ident.clone();
+    let shim = check_shim(&func, Some(shim_name(&name)));
+    let (targets, dump, track) = match build_settings(name.span()) {
+        Ok(s) => s,
+        Err(e) => return errors_to_tokens(&[e]).into_iter().chain(shim).collect(),
+    };
+    let compiled =
+        compiler::compile_unit(&name.to_string(), &[(func.clone(), true)], &targets, dump);
+    match compiled {
+        Err(errors) => {
+            let errs = errors_to_tokens(&errors);
+            quote!(#errs #shim)
+        }
+        Ok(unit) => {
+            let unit_static = unit_static(&unit, &name.to_string(), quote!(pub static UNIT));
+            let launcher = launcher_module(&func, &unit, 0, unit_static);
+            quote!(#shim #launcher #track)
+        }
+    }
+}
+
+/// `#[iris::kernels] mod ... { ... }`
+pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(attr.span(), "#[iris::kernels] takes no arguments")
+            .to_compile_error();
+    }
+    let module: syn::ItemMod = match syn::parse2(item) {
+        Ok(m) => m,
+        Err(_) => {
+            return syn::Error::new(
+                Span::call_site(),
+                "#[iris::kernels] goes on an inline module: `mod name { ... }`",
+            )
+            .to_compile_error();
+        }
+    };
+    let Some((_, items)) = &module.content else {
+        return syn::Error::new(
+            module.span(),
+            "#[iris::kernels] needs the module's body inline: `mod name { ... }`",
+        )
+        .to_compile_error();
+    };
+    let mut kept = Vec::new();
+    let mut functions = Vec::new();
+    let mut errors = Vec::new();
+    for item in items {
+        match item {
+            syn::Item::Fn(f) => {
+                let is_kernel = f.attrs.iter().any(|a| a.path().is_ident("kernel"));
+                functions.push((f.clone(), is_kernel));
+            }
+            syn::Item::Use(_) => kept.push(item.to_token_stream()),
+            other => errors.push(CompileError::new(
+                other.span(),
+                "a #[iris::kernels] module holds functions (kernels marked #[kernel], and device functions) and `use` items only",
+            )),
+        }
+    }
+    let mod_name = module.ident.clone();
+    let mut shims = TokenStream::new();
+    for (f, is_kernel) in &functions {
+        let rename = is_kernel.then(|| shim_name(&f.sig.ident));
+        shims.extend(check_shim(f, rename));
+    }
+    let attrs = &module.attrs;
+    let vis = &module.vis;
+    if !errors.is_empty() {
+        let errs = errors_to_tokens(&errors);
+        return quote!(#errs #(#attrs)* #vis mod #mod_name { #(#kept)* #shims });
+    }
+    let body = match build_settings(mod_name.span()) {
+        Err(e) => errors_to_tokens(&[e]),
+        Ok((targets, dump, track)) => {
+            match compiler::compile_unit(&mod_name.to_string(), &functions, &targets, dump) {
+                Err(errors) => errors_to_tokens(&errors),
+                Ok(unit) => {
+                    let unit_static =
+                        unit_static(&unit, &mod_name.to_string(), quote!(pub static __IRIS_UNIT));
+                    let mut launchers = TokenStream::new();
+                    let mut kernel_index = 0;
+                    for (f, is_kernel) in &functions {
+                        if *is_kernel {
+                            launchers.extend(launcher_module(
+                                f,
+                                &unit,
+                                kernel_index,
+                                quote!(
+                                    pub use super::__IRIS_UNIT as UNIT;
+                                ),
+                            ));
+                            kernel_index += 1;
+                        }
+                    }
+                    quote!(#[doc(hidden)] #unit_static #launchers #track)
+                }
+            }
+        }
+    };
+    quote!(#(#attrs)* #vis mod #mod_name { #(#kept)* #shims #body })
+}

@@ -1,0 +1,80 @@
+//! The `KernelUnit` static: code objects and parameter layouts, as Rust tokens.
+
+use iris_device::abi::TargetKind;
+use iris_device::compiler::kernel_ir::{Function, Type};
+use iris_device::compiler::CompiledUnit;
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+/// Bytes of block-shared memory a function's arrays take: each array 16-byte aligned, in
+/// order (the layout the CPU target uses too).
+pub fn shared_bytes(f: &Function) -> u32 {
+    f.shared_arrays
+        .iter()
+        .map(|a| {
+            let bytes = a.len * a.elem.size().unwrap_or(1) as u64;
+            bytes.div_ceil(16) * 16
+        })
+        .sum::<u64>()
+        .min(u32::MAX as u64) as u32
+}
+
+fn param_kind(ty: &Type) -> TokenStream {
+    match ty {
+        Type::Ptr { .. } => quote!(::iris::abi::ParamKind::Pointer),
+        Type::Symmetric(_) => quote!(::iris::abi::ParamKind::Symmetric),
+        other => {
+            let size = other.size().unwrap_or(0);
+            let align = other.align().unwrap_or(1);
+            quote!(::iris::abi::ParamKind::Value { size: #size, align: #align })
+        }
+    }
+}
+
+fn kernel_spec(f: &Function) -> TokenStream {
+    let name = &f.name;
+    let params = f.params().iter().map(|p| {
+        let pname = &p.name;
+        let ty = p.ty.to_string();
+        let kind = param_kind(&p.ty);
+        quote!(::iris::abi::ParamSpec { name: #pname, ty: #ty, kind: #kind })
+    });
+    let shared = shared_bytes(f);
+    let barrier = f.uses_block_barrier;
+    quote! {
+        ::iris::abi::KernelSpec {
+            name: #name,
+            params: &[#(#params),*],
+            shared_bytes: #shared,
+            uses_block_barrier: #barrier,
+            max_block_threads: 1024,
+        }
+    }
+}
+
+/// `<head>: ::iris::abi::KernelUnit = ...;` for the compiled unit.
+pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStream {
+    let kernels = unit
+        .ir
+        .functions
+        .iter()
+        .filter(|f| f.is_kernel)
+        .map(kernel_spec);
+    let objects = unit.objects.iter().map(|(target, bytes)| {
+        let name = target.name();
+        let kind = match target.kind() {
+            TargetKind::Amdgpu => quote!(::iris::abi::TargetKind::Amdgpu),
+            TargetKind::Nvptx => quote!(::iris::abi::TargetKind::Nvptx),
+            TargetKind::Cpu => quote!(::iris::abi::TargetKind::Cpu),
+        };
+        let lit = Literal::byte_string(bytes);
+        quote!(::iris::abi::CodeObject { target: #name, kind: #kind, bytes: #lit })
+    });
+    quote! {
+        #head: ::iris::abi::KernelUnit = ::iris::abi::KernelUnit {
+            id: ::core::concat!(::core::module_path!(), "::", #id),
+            kernels: &[#(#kernels),*],
+            code_objects: &[#(#objects),*],
+        };
+    }
+}
