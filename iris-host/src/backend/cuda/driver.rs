@@ -1,0 +1,158 @@
+//! Loading the CUDA driver library at run time, and turning its results into errors.
+//!
+//! The driver calls go through `cudarc::driver::sys`, which resolves each symbol on first
+//! use and panics when the library or a symbol is missing. [`load`] therefore probes the
+//! library and every symbol this backend calls before the first call, so that a machine
+//! without a (recent enough) driver gets an error, never a panic.
+
+use std::ffi::CStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use cudarc::driver::sys::{self, CUresult};
+
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+/// Every driver symbol the backend calls (as cudarc resolves them).
+const SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceCanAccessPeer",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxEnablePeerAccess",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemsetD8Async",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamQuery",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuModuleLoadDataEx",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
+];
+
+/// `cuEventElapsedTime` under the name this driver exports (`_v2` since CUDA 12.8).
+pub(super) type ElapsedTimeFn =
+    unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> CUresult;
+
+/// What loading the driver found.
+pub(super) struct Driver {
+    /// The driver's CUDA version, `major * 1000 + minor * 10`.
+    pub(super) version: i32,
+    /// `cuEventElapsedTime`, resolved by hand: cudarc binds one name per CUDA version.
+    pub(super) elapsed_time: ElapsedTimeFn,
+}
+
+static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
+
+/// Loads and initialises the driver once per process; later calls return the same result.
+pub(super) fn load() -> Result<&'static Driver> {
+    DRIVER
+        .get_or_init(|| {
+            catch_unwind(AssertUnwindSafe(load_once))
+                .unwrap_or_else(|_| Err("the CUDA driver library panicked while loading".into()))
+        })
+        .as_ref()
+        .map_err(|reason| Error::BackendUnavailable {
+            kind: BackendKind::Cuda,
+            reason: reason.clone(),
+        })
+}
+
+fn load_once() -> std::result::Result<Driver, String> {
+    // SAFETY: loading the system's driver library runs its initialisers, which is what
+    // every CUDA program does.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("libcuda.so (the NVIDIA driver) was not found".into());
+    }
+    // SAFETY: the library is present, so `culib` returns it rather than panicking.
+    let lib = unsafe { sys::culib() };
+    let missing: Vec<&str> = SYMBOLS
+        .iter()
+        .copied()
+        // SAFETY: only the symbol's presence is checked; nothing is called.
+        .filter(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the CUDA driver is too old: it lacks {}",
+            missing.join(", ")
+        ));
+    }
+    // SAFETY: the symbols have the documented signature of cuEventElapsedTime.
+    let elapsed_time = unsafe {
+        lib.get::<ElapsedTimeFn>(b"cuEventElapsedTime_v2")
+            .or_else(|_| lib.get::<ElapsedTimeFn>(b"cuEventElapsedTime"))
+            .map(|f| *f)
+            .map_err(|e| format!("the CUDA driver lacks cuEventElapsedTime: {e}"))?
+    };
+    // SAFETY: plain driver calls with valid out-pointers.
+    unsafe {
+        let r = sys::cuInit(0);
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(format!("cuInit failed: {}", describe(r)));
+        }
+        let mut version = 0;
+        let r = sys::cuDriverGetVersion(&mut version);
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(format!("cuDriverGetVersion failed: {}", describe(r)));
+        }
+        Ok(Driver {
+            version,
+            elapsed_time,
+        })
+    }
+}
+
+/// `CUDA_ERROR_NAME: description` for a result code.
+pub(super) fn describe(r: CUresult) -> String {
+    let mut name = std::ptr::null();
+    let mut text = std::ptr::null();
+    // SAFETY: the driver writes pointers to static strings, or leaves them null.
+    unsafe {
+        if sys::cuGetErrorName(r, &mut name) != CUresult::CUDA_SUCCESS || name.is_null() {
+            return format!("CUDA error {}", r as u32);
+        }
+        let name = CStr::from_ptr(name).to_string_lossy();
+        if sys::cuGetErrorString(r, &mut text) != CUresult::CUDA_SUCCESS || text.is_null() {
+            return name.into_owned();
+        }
+        format!("{name}: {}", CStr::from_ptr(text).to_string_lossy())
+    }
+}
+
+/// The error for a failed driver call.
+pub(super) fn error(call: &'static str, r: CUresult) -> Error {
+    Error::Driver {
+        backend: BackendKind::Cuda,
+        call,
+        message: describe(r),
+    }
+}
+
+/// `Ok` when `r` is success, else the error naming `call`.
+pub(super) fn check(call: &'static str, r: CUresult) -> Result<()> {
+    if r == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(error(call, r))
+    }
+}

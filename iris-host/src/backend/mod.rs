@@ -1,0 +1,340 @@
+//! Backends: the device runtimes the host drives (CUDA, HIP, the CPU).
+//!
+//! A [`Backend`] enumerates [`Device`]s. A device allocates memory (addresses are `u64`
+//! device addresses), copies, creates [`Stream`]s and [`Event`]s, loads [`Module`]s from a
+//! [`KernelUnit`] and launches their kernels. Everything above this layer (modules cache,
+//! launch validation, buffers, symmetric memory, ranks) is written against these traits
+//! only.
+//!
+//! Contract for implementations:
+//! - every method may be called from any thread, concurrently (several ranks share a
+//!   device); a GPU backend makes its context current on the calling thread as needed;
+//! - device addresses are `u64`; `0` is never a valid allocation;
+//! - launches and `memcpy_dtod`/`memset` are asynchronous on a stream; `memcpy_htod` and
+//!   `memcpy_dtoh` are ordered after prior work on the stream and return once the copy is
+//!   complete (the host slice may be reused or read at once);
+//! - zero-byte copies and sets are accepted and do nothing;
+//! - a failed call returns an [`Error`] ([`Error::Driver`]
+//!   for runtime failures), never panics;
+//! - every wait takes a timeout and returns [`Error::Timeout`]
+//!   when it expires.
+
+use core::ffi::c_void;
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_device::abi::{CodeObject, KernelUnit, TargetKind};
+
+use crate::error::{Error, Result};
+
+pub mod cpu;
+pub mod cuda;
+pub mod hip;
+
+/// Which device runtime a backend drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// NVIDIA GPUs through the CUDA driver API.
+    Cuda,
+    /// AMD GPUs through HIP.
+    Hip,
+    /// The host CPU: device memory is host memory, kernels are shared objects.
+    Cpu,
+}
+
+impl BackendKind {
+    /// Every backend, in the order [`open_default`] tries them.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Cuda, BackendKind::Hip, BackendKind::Cpu];
+
+    /// The name used by `IRIS_BACKEND`: `cuda`, `hip`, `cpu`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Hip => "hip",
+            BackendKind::Cpu => "cpu",
+        }
+    }
+
+    /// Parses an `IRIS_BACKEND` value (case-insensitive).
+    pub fn from_name(name: &str) -> Result<BackendKind> {
+        let lower = name.trim().to_ascii_lowercase();
+        BackendKind::ALL
+            .into_iter()
+            .find(|k| k.name() == lower)
+            .ok_or_else(|| Error::UnknownBackend {
+                name: name.to_string(),
+            })
+    }
+
+    /// The code-object family this backend loads.
+    pub fn target_kind(self) -> TargetKind {
+        match self {
+            BackendKind::Cuda => TargetKind::Nvptx,
+            BackendKind::Hip => TargetKind::Amdgpu,
+            BackendKind::Cpu => TargetKind::Cpu,
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a device is and what it can run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The backend that drives it.
+    pub backend: BackendKind,
+    /// Its ordinal within the backend.
+    pub ordinal: usize,
+    /// Its marketing name (`NVIDIA H200`, `AMD Instinct MI300X`, the CPU's model name).
+    pub name: String,
+    /// The code-object target it runs: `sm_90`, `gfx942`, the host triple.
+    pub target: String,
+    /// Bytes of device memory.
+    pub total_memory: u64,
+    /// Multiprocessors (SMs, CUs; CPU cores).
+    pub multiprocessors: u32,
+    /// The most threads one block may have.
+    pub max_threads_per_block: u32,
+    /// The largest block extent per dimension.
+    pub max_block_dims: [u32; 3],
+    /// The largest grid extent per dimension.
+    pub max_grid_dims: [u32; 3],
+}
+
+/// What an allocation will be used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Ordinary device memory, used by this device's kernels.
+    Device,
+    /// Memory peers read and write, with system-scope atomics: a symmetric heap. On AMD
+    /// this must be fine-grained memory.
+    Symmetric,
+}
+
+/// The shape of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Blocks per grid, x y z (each at least 1).
+    pub grid: [u32; 3],
+    /// Threads per block, x y z (each at least 1).
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block, beyond the kernel's static
+    /// `shared_bytes` (which GPU code objects declare themselves and the CPU backend reads
+    /// from the [`KernelSpec`](iris_device::abi::KernelSpec)).
+    pub dynamic_shared_bytes: u32,
+}
+
+/// A device runtime: the devices it found, and peer access between them.
+pub trait Backend: Send + Sync {
+    /// Which runtime this is.
+    fn kind(&self) -> BackendKind;
+
+    /// How many devices it found (at least 1: a backend without devices is unavailable).
+    fn device_count(&self) -> usize;
+
+    /// Device `ordinal` (`0..device_count()`). Returns the same device on every call.
+    fn device(&self, ordinal: usize) -> Result<Arc<dyn Device>>;
+
+    /// Whether device `from`'s kernels can read and write memory allocated on device `to`.
+    /// Always true for `from == to`.
+    fn can_access_peer(&self, from: usize, to: usize) -> Result<bool>;
+
+    /// Lets device `from`'s kernels access memory allocated on device `to`. Idempotent:
+    /// enabling an already-enabled pair (or `from == to`) succeeds.
+    fn enable_peer_access(&self, from: usize, to: usize) -> Result<()>;
+}
+
+/// One device: memory, streams, events, modules, launches.
+pub trait Device: Send + Sync {
+    /// What it is.
+    fn info(&self) -> &DeviceInfo;
+
+    /// Allocates `bytes` (> 0) of device memory, 256-byte aligned. The contents are
+    /// unspecified.
+    fn alloc(&self, bytes: usize, kind: MemoryKind) -> Result<u64>;
+
+    /// Frees an allocation made by [`alloc`](Device::alloc).
+    ///
+    /// # Safety
+    /// `addr` came from `alloc` on this device and is not used afterwards, by any stream
+    /// of any device.
+    unsafe fn free(&self, addr: u64) -> Result<()>;
+
+    /// Copies `src` to device address `dst` after the prior work of `stream`, and returns
+    /// once the copy is complete.
+    ///
+    /// # Safety
+    /// `dst..dst + src.len()` lies inside one live allocation reachable from this device.
+    unsafe fn memcpy_htod(&self, stream: &dyn Stream, dst: u64, src: &[u8]) -> Result<()>;
+
+    /// Copies device address `src` into `dst` after the prior work of `stream`, and
+    /// returns once the copy is complete.
+    ///
+    /// # Safety
+    /// `src..src + dst.len()` lies inside one live allocation reachable from this device.
+    unsafe fn memcpy_dtoh(&self, stream: &dyn Stream, dst: &mut [u8], src: u64) -> Result<()>;
+
+    /// Copies `bytes` from device address `src` to device address `dst`, ordered on
+    /// `stream` (may return before it completes).
+    ///
+    /// # Safety
+    /// Both ranges lie inside live allocations reachable from this device and stay live
+    /// until the copy completes.
+    unsafe fn memcpy_dtod(
+        &self,
+        stream: &dyn Stream,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Result<()>;
+
+    /// Sets `bytes` bytes at `dst` to `value`, ordered on `stream` (may return before it
+    /// completes).
+    ///
+    /// # Safety
+    /// The range lies inside a live allocation reachable from this device and stays live
+    /// until the set completes.
+    unsafe fn memset(&self, stream: &dyn Stream, dst: u64, value: u8, bytes: usize) -> Result<()>;
+
+    /// A new stream: an ordered queue of work on this device.
+    fn create_stream(&self) -> Result<Box<dyn Stream>>;
+
+    /// A new event, for ordering and timing (see [`Stream::record`]).
+    fn create_event(&self) -> Result<Box<dyn Event>>;
+
+    /// Loads the code object of `unit` that this device runs (see [`select_code_object`]),
+    /// resolving every kernel of the unit. Errors with
+    /// [`Error::NoCodeObject`] when the unit has none.
+    fn load_module(&self, unit: &'static KernelUnit) -> Result<Box<dyn Module>>;
+
+    /// Launches kernel `kernel` of `module` on `stream`, asynchronously.
+    ///
+    /// `args` holds one pointer per argument slot, as `cuLaunchKernel`'s `kernelParams`;
+    /// the slots are read during this call only (their contents are copied).
+    ///
+    /// # Safety
+    /// `module` was loaded by this device, `kernel` is an index of its unit, `dims` is
+    /// within the device's limits, the slots match the kernel's parameters, and every
+    /// address they pass stays valid until the kernel completes.
+    unsafe fn launch(
+        &self,
+        stream: &dyn Stream,
+        module: &dyn Module,
+        kernel: usize,
+        dims: LaunchDims,
+        args: &mut [*mut c_void],
+    ) -> Result<()>;
+}
+
+/// An ordered queue of work on one device.
+pub trait Stream: Send + Sync {
+    /// The concrete stream, for the backend that created it.
+    fn as_any(&self) -> &dyn Any;
+
+    /// Waits until all work queued so far has finished. Errors with
+    /// [`Error::Timeout`] after `timeout`, and reports a failure of
+    /// queued work (an asynchronous launch error).
+    fn synchronize(&self, timeout: Duration) -> Result<()>;
+
+    /// Records `event` at the current end of the queue: it completes once all work
+    /// queued before it has. Re-recording an event moves it.
+    fn record(&self, event: &dyn Event) -> Result<()>;
+}
+
+/// A marker in a stream, for waiting and timing.
+pub trait Event: Send + Sync {
+    /// The concrete event, for the backend that created it.
+    fn as_any(&self) -> &dyn Any;
+
+    /// Waits until the event has completed (errors with
+    /// [`Error::Timeout`] after `timeout`).
+    fn synchronize(&self, timeout: Duration) -> Result<()>;
+
+    /// Milliseconds from this event to `end`; both must have been recorded and completed.
+    fn elapsed_ms(&self, end: &dyn Event) -> Result<f32>;
+}
+
+/// A code object loaded on one device.
+pub trait Module: Send + Sync {
+    /// The concrete module, for the backend that loaded it.
+    fn as_any(&self) -> &dyn Any;
+
+    /// The unit it was loaded from.
+    fn unit(&self) -> &'static KernelUnit;
+
+    /// The target of the code object that was loaded.
+    fn target(&self) -> &'static str;
+}
+
+/// Opens the backend `kind`, or says why it is unavailable.
+pub fn open(kind: BackendKind) -> Result<Arc<dyn Backend>> {
+    let _span = tracing::debug_span!("open_backend", backend = kind.name()).entered();
+    match kind {
+        BackendKind::Cuda => cuda::open(),
+        BackendKind::Hip => hip::open(),
+        BackendKind::Cpu => cpu::open(),
+    }
+}
+
+/// Opens the backend named by `IRIS_BACKEND`, or else the first present of cuda, hip, cpu.
+pub fn open_default() -> Result<Arc<dyn Backend>> {
+    match std::env::var("IRIS_BACKEND") {
+        Ok(name) if !name.trim().is_empty() => open(BackendKind::from_name(&name)?),
+        _ => open_first_present(),
+    }
+}
+
+fn open_first_present() -> Result<Arc<dyn Backend>> {
+    let mut reasons = Vec::new();
+    for kind in BackendKind::ALL {
+        match open(kind) {
+            Ok(backend) => return Ok(backend),
+            Err(err) => {
+                tracing::debug!(backend = kind.name(), %err, "backend not present");
+                reasons.push(err.to_string());
+            }
+        }
+    }
+    Err(Error::NoBackend { reasons })
+}
+
+/// Picks the code object of `unit` of family `kind` whose target `accepts` returns true
+/// for, preferring later objects in the unit (the macro emits older targets first, so an
+/// NVIDIA backend accepting every `sm_XY <= device` gets the newest). Errors with
+/// [`Error::NoCodeObject`], naming the unit's targets.
+pub fn select_code_object(
+    unit: &'static KernelUnit,
+    kind: TargetKind,
+    device_target: &str,
+    accepts: impl Fn(&str) -> bool,
+) -> Result<&'static CodeObject> {
+    unit.code_objects
+        .iter()
+        .rev()
+        .find(|o| o.kind == kind && accepts(o.target))
+        .ok_or_else(|| Error::NoCodeObject {
+            unit: unit.id,
+            kind,
+            device_target: device_target.to_string(),
+            available: unit.target_names(),
+        })
+}
+
+/// Downcasts a backend object to the concrete type of the backend that must own it.
+pub fn downcast<'a, T: Any>(
+    object: &'a dyn Any,
+    backend: BackendKind,
+    what: &'static str,
+) -> Result<&'a T> {
+    object.downcast_ref::<T>().ok_or_else(|| Error::Driver {
+        backend,
+        call: what,
+        message: format!("a {what} of another backend was passed to the {backend} backend"),
+    })
+}

@@ -1,0 +1,374 @@
+//! `Iris`: the context of one rank.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_device::abi::KernelUnit;
+
+use crate::backend::{BackendKind, DeviceInfo, LaunchDims, MemoryKind, Stream};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::launch::{validate, KernelArgs, LaunchConfig};
+use crate::memory::{byte_len, Buffer, Pod};
+use crate::module::DeviceSlot;
+use crate::symmetric::{
+    AllocationRequest, HeapProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
+};
+use crate::world::WorldShared;
+
+/// Every context gets a distinct id, so memory of one is never launched with another.
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The context of one rank: its device and stream, its symmetric heap, the collectives
+/// of its world, and kernel launches.
+///
+/// Work (launches, device-side copies) is queued on the rank's stream; host copies wait
+/// for it; [`synchronize`](Iris::synchronize) waits for all of it.
+pub struct Iris {
+    id: u64,
+    rank: usize,
+    world: Arc<WorldShared>,
+    device: Arc<DeviceSlot>,
+    stream: Arc<dyn Stream>,
+    provider: Box<dyn SymmetricProvider>,
+}
+
+/// How a new symmetric allocation is filled.
+enum Fill<'a, T> {
+    Zeros,
+    Data(&'a [T]),
+}
+
+impl Iris {
+    /// The context of rank `rank` of `world`.
+    pub(crate) fn new(rank: usize, world: Arc<WorldShared>) -> Result<Self> {
+        let heap = world.heaps.get(rank).ok_or_else(|| {
+            Error::InvalidConfig(format!("rank {rank} is outside a world of {}", world.size))
+        })?;
+        let device = Arc::clone(&heap.device);
+        let stream: Arc<dyn Stream> = Arc::from(device.device().create_stream()?);
+        let reachable = world.reachable.get(rank).cloned().unwrap_or_default();
+        let provider = HeapProvider::new(
+            rank,
+            Arc::clone(&world.heaps),
+            reachable,
+            Arc::clone(&world.rendezvous),
+            Arc::clone(&stream),
+        )?;
+        let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(rank, id, device = device.info().ordinal, "context created");
+        Ok(Self {
+            id,
+            rank,
+            world,
+            device,
+            stream,
+            provider: Box::new(provider),
+        })
+    }
+
+    /// This context's unique id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// How many ranks the world has.
+    pub fn world_size(&self) -> usize {
+        self.world.size
+    }
+
+    /// The device this rank runs on.
+    pub fn device_info(&self) -> &DeviceInfo {
+        self.device.info()
+    }
+
+    /// The backend this rank runs on.
+    pub fn backend_kind(&self) -> BackendKind {
+        self.device.info().backend
+    }
+
+    /// The bound on every wait of this rank.
+    pub fn timeout(&self) -> Duration {
+        self.world.timeout
+    }
+
+    /// Bytes of this rank's symmetric heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.world.heaps.get(self.rank).map_or(0, |h| h.bytes)
+    }
+
+    /// The ranks whose memory this rank's device can reach.
+    pub fn reachable_peers(&self) -> Vec<usize> {
+        self.world
+            .reachable
+            .get(self.rank)
+            .map(|m| m.ranks())
+            .unwrap_or_default()
+    }
+
+    // ----- device memory -------------------------------------------------------------
+
+    /// `len` zeroed elements of device memory.
+    pub fn zeros<T: Pod>(&self, len: usize) -> Result<Buffer<'_, T>> {
+        Buffer::zeros(self, len)
+    }
+
+    /// Device memory holding a copy of `data`.
+    pub fn from_slice<T: Pod>(&self, data: &[T]) -> Result<Buffer<'_, T>> {
+        Buffer::from_slice(self, data)
+    }
+
+    /// `len` copies of `value` in device memory.
+    pub fn full<T: Pod>(&self, len: usize, value: T) -> Result<Buffer<'_, T>> {
+        Buffer::full(self, len, value)
+    }
+
+    // ----- symmetric memory ----------------------------------------------------------
+
+    /// A zeroed symmetric allocation of `len` elements (collective: every rank calls it
+    /// in the same order with the same `len` and `T`).
+    ///
+    /// When it returns on any rank, every rank's copy has been initialised.
+    pub fn symmetric<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_filled(len, Fill::Zeros)
+    }
+
+    /// Same as [`symmetric`](Iris::symmetric): the memory is zeroed.
+    pub fn symmetric_zeros<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_filled(len, Fill::Zeros)
+    }
+
+    /// A symmetric allocation of `len` copies of `value` (collective).
+    pub fn symmetric_full<T: Pod>(&self, len: usize, value: T) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_from_slice(&vec![value; len])
+    }
+
+    /// A symmetric allocation whose local copy holds `data` (collective: every rank
+    /// passes a slice of the same length; the contents may differ per rank).
+    pub fn symmetric_from_slice<T: Pod>(&self, data: &[T]) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_filled(data.len(), Fill::Data(data))
+    }
+
+    fn symmetric_filled<T: Pod>(
+        &self,
+        len: usize,
+        fill: Fill<'_, T>,
+    ) -> Result<SymmetricBuffer<'_, T>> {
+        let request = AllocationRequest {
+            bytes: byte_len::<T>(len)?,
+            align: std::mem::align_of::<T>().max(16),
+            type_name: std::any::type_name::<T>(),
+        };
+        let map = self
+            .provider
+            .allocate(&request)
+            .map_err(|e| e.on_rank(self.rank))?;
+        let buffer = SymmetricBuffer::new(self, map, len);
+        match fill {
+            Fill::Zeros => self.fill_bytes(buffer.map().base(), 0, buffer.map().bytes())?,
+            Fill::Data(data) => buffer.copy_from_slice(data)?,
+        }
+        self.synchronize()?;
+        self.world
+            .rendezvous
+            .barrier(self.rank, "symmetric initialization")?;
+        Ok(buffer)
+    }
+
+    /// The provider symmetric allocations come from.
+    pub fn symmetric_provider(&self) -> &dyn SymmetricProvider {
+        &*self.provider
+    }
+
+    // ----- synchronization -----------------------------------------------------------
+
+    /// Waits until all work queued by this rank has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize(self.world.timeout)
+            .map_err(|e| e.on_rank(self.rank))
+    }
+
+    /// Waits for this rank's queued work, then for every rank to arrive: afterwards all
+    /// work queued by any rank before the barrier has finished.
+    pub fn barrier(&self) -> Result<()> {
+        self.synchronize()?;
+        self.host_barrier()
+    }
+
+    /// Waits for every rank to arrive, without waiting for device work.
+    pub fn host_barrier(&self) -> Result<()> {
+        let _span = tracing::debug_span!("barrier", rank = self.rank).entered();
+        self.world.rendezvous.barrier(self.rank, "barrier")
+    }
+
+    /// Every rank's `value`, by rank (collective).
+    pub fn all_gather<T: Clone + Send + Sync + 'static>(&self, value: T) -> Result<Vec<T>> {
+        self.world
+            .rendezvous
+            .all_gather(self.rank, "all_gather", value)
+    }
+
+    // ----- events --------------------------------------------------------------------
+
+    /// A new event, not yet recorded.
+    pub fn event(&self) -> Result<Event<'_>> {
+        Ok(Event::new(self, self.device.device().create_event()?))
+    }
+
+    /// Records `event` at the current end of this rank's stream.
+    pub fn record(&self, event: &Event<'_>) -> Result<()> {
+        self.stream.record(event.inner())
+    }
+
+    /// A new event recorded at the current end of this rank's stream.
+    pub fn record_event(&self) -> Result<Event<'_>> {
+        let event = self.event()?;
+        self.record(&event)?;
+        Ok(event)
+    }
+
+    // ----- kernels -------------------------------------------------------------------
+
+    /// Loads `unit` on this rank's device now (it is otherwise loaded on first launch).
+    pub fn load(&self, unit: &'static KernelUnit) -> Result<()> {
+        self.device.module(unit).map(drop)
+    }
+
+    /// Launches kernel `kernel` of `unit` on this rank's stream, after checking `args`
+    /// against the kernel's parameters and `config` against the kernel's and the device's
+    /// limits. Asynchronous: [`synchronize`](Iris::synchronize) waits for it.
+    pub fn launch(
+        &self,
+        unit: &'static KernelUnit,
+        kernel: usize,
+        config: LaunchConfig,
+        mut args: KernelArgs,
+    ) -> Result<()> {
+        let _span = tracing::debug_span!(
+            "launch",
+            unit = unit.id,
+            kernel,
+            rank = self.rank,
+            grid = ?config.grid,
+            block = ?config.block,
+        )
+        .entered();
+        validate(unit, kernel, &config, &args, self.device.info(), self.id)?;
+        let module = self.device.module(unit)?;
+        let mut slots = args.slot_pointers();
+        let dims = LaunchDims {
+            grid: config.grid,
+            block: config.block,
+            dynamic_shared_bytes: 0,
+        };
+        // SAFETY: the arguments match the kernel's parameters and belong to this context
+        // (validated above); the memory they point to is owned by buffers that outlive the
+        // launch or is released only after this stream is synchronized.
+        unsafe {
+            self.device
+                .device()
+                .launch(&*self.stream, &*module, kernel, dims, &mut slots)
+        }
+        .map_err(|e| e.on_rank(self.rank))
+    }
+
+    // ----- helpers for buffers -------------------------------------------------------
+
+    pub(crate) fn device_alloc(&self, bytes: usize) -> Result<u64> {
+        let _span = tracing::debug_span!("alloc", rank = self.rank, bytes).entered();
+        self.device.device().alloc(bytes, MemoryKind::Device)
+    }
+
+    pub(crate) fn upload(&self, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: `dst` is the start of a live allocation of this context of at least
+        // `src.len()` bytes (callers check lengths).
+        unsafe { self.device.device().memcpy_htod(&*self.stream, dst, src) }
+    }
+
+    pub(crate) fn download(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: as in `upload`.
+        unsafe { self.device.device().memcpy_dtoh(&*self.stream, dst, src) }
+    }
+
+    pub(crate) fn fill_bytes(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: as in `upload`; the allocation is released only after a synchronize.
+        unsafe {
+            self.device
+                .device()
+                .memset(&*self.stream, dst, value, bytes)
+        }
+    }
+
+    pub(crate) fn copy_on_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: as in `fill_bytes`.
+        unsafe {
+            self.device
+                .device()
+                .memcpy_dtod(&*self.stream, dst, src, bytes)
+        }
+    }
+
+    /// Frees a buffer's allocation once this rank's queued work has finished; leaks it if
+    /// that work does not finish.
+    pub(crate) fn release(&self, addr: u64) {
+        if let Err(err) = self.synchronize() {
+            tracing::warn!(rank = self.rank, %err, "leaking a buffer: queued work did not finish");
+            self.world.mark_leak();
+            return;
+        }
+        // SAFETY: the buffer is gone and no queued work remains.
+        if let Err(err) = unsafe { self.device.device().free(addr) } {
+            tracing::warn!(rank = self.rank, %err, "freeing a buffer");
+        }
+    }
+
+    pub(crate) fn free_symmetric(&self, map: &SymmetricAddressMap) -> Result<()> {
+        if let Err(err) = self.synchronize() {
+            self.world.mark_leak();
+            return Err(err);
+        }
+        self.provider.free(map).map_err(|e| e.on_rank(self.rank))
+    }
+}
+
+impl Drop for Iris {
+    fn drop(&mut self) {
+        if let Err(err) = self.synchronize() {
+            tracing::warn!(rank = self.rank, %err, "a rank's work did not finish");
+            self.world.mark_leak();
+        }
+    }
+}
+
+impl fmt::Debug for Iris {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iris")
+            .field("id", &self.id)
+            .field("rank", &self.rank)
+            .field("world_size", &self.world.size)
+            .field("device", self.device.info())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,177 @@
+//! Checking a launch before it reaches the device: arguments against the kernel's
+//! parameters, grid and block against the kernel's and the device's limits.
+
+use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
+
+use super::args::{Slot, SlotKind};
+use super::{KernelArgs, LaunchConfig};
+use crate::backend::DeviceInfo;
+use crate::error::{Error, Result};
+
+/// Checks a launch of kernel `kernel` of `unit` with `args` and `config` on a device
+/// described by `device`, from context `context`; returns the kernel's spec.
+pub(crate) fn validate(
+    unit: &'static KernelUnit,
+    kernel: usize,
+    config: &LaunchConfig,
+    args: &KernelArgs,
+    device: &DeviceInfo,
+    context: u64,
+) -> Result<&'static KernelSpec> {
+    let spec = unit.kernels.get(kernel).ok_or(Error::NoSuchKernel {
+        unit: unit.id,
+        index: kernel,
+        count: unit.kernels.len(),
+    })?;
+    let invalid_args = |reason: String| Error::InvalidArguments {
+        kernel: spec.name.to_string(),
+        reason,
+    };
+    if !std::ptr::eq(args.unit(), unit) || args.kernel() != kernel {
+        return Err(invalid_args(format!(
+            "the arguments were built for kernel {} of unit `{}`",
+            args.kernel(),
+            args.unit().id
+        )));
+    }
+    if let Some(owner) = args.context() {
+        if owner != context {
+            return Err(invalid_args(format!(
+                "the arguments were bound with context {owner}, the launch is on context {context}"
+            )));
+        }
+    }
+    if let Some(problem) = args.deferred_error() {
+        return Err(invalid_args(problem.to_string()));
+    }
+    check_slots(spec, args.slots()).map_err(invalid_args)?;
+    check_dims(spec, config, device).map_err(|reason| Error::InvalidLaunchConfig {
+        kernel: spec.name.to_string(),
+        reason,
+    })?;
+    Ok(spec)
+}
+
+fn check_slots(spec: &KernelSpec, slots: &[Slot]) -> Result<(), String> {
+    if slots.len() != spec.slot_count() {
+        return Err(format!(
+            "{} argument slot(s) bound, the kernel's parameters ({}) take {}",
+            slots.len(),
+            signature(spec),
+            spec.slot_count()
+        ));
+    }
+    let mut next = slots.iter();
+    for (index, param) in spec.params.iter().enumerate() {
+        let describe = || format!("parameter {index} `{}: {}`", param.name, param.ty);
+        match param.kind {
+            ParamKind::Value { size, align } => {
+                let Some(slot) = next.next() else {
+                    return Err(format!("{} is not bound", describe()));
+                };
+                let SlotKind::Value(ty) = slot.kind else {
+                    return Err(format!(
+                        "{} takes a value, got {}",
+                        describe(),
+                        what(slot.kind)
+                    ));
+                };
+                if slot.size != size as usize || slot.align != align as usize {
+                    return Err(format!(
+                        "{} takes a value of {size} bytes (align {align}), got `{ty}` of {} bytes (align {})",
+                        describe(),
+                        slot.size,
+                        slot.align
+                    ));
+                }
+            }
+            ParamKind::Pointer => {
+                let Some(slot) = next.next() else {
+                    return Err(format!("{} is not bound", describe()));
+                };
+                if slot.kind != SlotKind::Pointer {
+                    return Err(format!(
+                        "{} takes a device pointer, got {}",
+                        describe(),
+                        what(slot.kind)
+                    ));
+                }
+            }
+            ParamKind::Symmetric => {
+                for part in 0..3u8 {
+                    let Some(slot) = next.next() else {
+                        return Err(format!("{} is not bound", describe()));
+                    };
+                    if slot.kind != SlotKind::Symmetric(part) {
+                        return Err(format!(
+                            "{} takes a symmetric buffer, got {}",
+                            describe(),
+                            what(slot.kind)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_dims(spec: &KernelSpec, config: &LaunchConfig, device: &DeviceInfo) -> Result<(), String> {
+    let axes = ["x", "y", "z"];
+    for (axis, (&g, &max)) in axes
+        .iter()
+        .zip(config.grid.iter().zip(&device.max_grid_dims))
+    {
+        if g == 0 {
+            return Err(format!("grid dimension {axis} is 0"));
+        }
+        if g > max {
+            return Err(format!(
+                "grid dimension {axis} is {g}, the device allows at most {max}"
+            ));
+        }
+    }
+    for (axis, (&b, &max)) in axes
+        .iter()
+        .zip(config.block.iter().zip(&device.max_block_dims))
+    {
+        if b == 0 {
+            return Err(format!("block dimension {axis} is 0"));
+        }
+        if b > max {
+            return Err(format!(
+                "block dimension {axis} is {b}, the device allows at most {max}"
+            ));
+        }
+    }
+    let threads = config.block_threads();
+    if threads > u64::from(device.max_threads_per_block) {
+        return Err(format!(
+            "{threads} threads per block; the device allows at most {}",
+            device.max_threads_per_block
+        ));
+    }
+    if spec.max_block_threads > 0 && threads > u64::from(spec.max_block_threads) {
+        return Err(format!(
+            "{threads} threads per block; the kernel was built for at most {}",
+            spec.max_block_threads
+        ));
+    }
+    Ok(())
+}
+
+fn what(kind: SlotKind) -> String {
+    match kind {
+        SlotKind::Value(ty) => format!("a value of type `{ty}`"),
+        SlotKind::Pointer => "a device pointer".into(),
+        SlotKind::Symmetric(_) => "a symmetric buffer".into(),
+    }
+}
+
+fn signature(spec: &KernelSpec) -> String {
+    spec.params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ty))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

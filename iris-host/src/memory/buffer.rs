@@ -1,0 +1,174 @@
+//! `Buffer`: a device allocation owned by one context.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::{as_bytes, as_bytes_mut, byte_len, AsDevicePtr, DevicePtr, Pod};
+use crate::context::Iris;
+use crate::error::{Error, Result};
+
+/// `len` elements of `T` in the device memory of one context, freed on drop (after the
+/// context's queued work has finished). An empty buffer allocates nothing and has the
+/// null address.
+pub struct Buffer<'ctx, T: Pod> {
+    iris: &'ctx Iris,
+    addr: u64,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<'ctx, T: Pod> Buffer<'ctx, T> {
+    /// `len` zeroed elements.
+    pub fn zeros(iris: &'ctx Iris, len: usize) -> Result<Self> {
+        let buffer = Self::allocate(iris, len)?;
+        iris.fill_bytes(buffer.addr, 0, buffer.bytes())?;
+        Ok(buffer)
+    }
+
+    /// A copy of `data`.
+    pub fn from_slice(iris: &'ctx Iris, data: &[T]) -> Result<Self> {
+        let buffer = Self::allocate(iris, data.len())?;
+        buffer.copy_from_slice(data)?;
+        Ok(buffer)
+    }
+
+    /// `len` copies of `value`.
+    pub fn full(iris: &'ctx Iris, len: usize, value: T) -> Result<Self> {
+        Self::from_slice(iris, &vec![value; len])
+    }
+
+    fn allocate(iris: &'ctx Iris, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let addr = if bytes == 0 {
+            0
+        } else {
+            iris.device_alloc(bytes)?
+        };
+        Ok(Self {
+            iris,
+            addr,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// Its device address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// A device pointer to its first element, tied to its context.
+    pub fn device_ptr(&self) -> DevicePtr<T> {
+        DevicePtr::owned(self.addr, self.iris.id())
+    }
+
+    /// The context that owns it.
+    pub fn context(&self) -> &'ctx Iris {
+        self.iris
+    }
+
+    /// Overwrites it with `data` (after the context's queued work).
+    pub fn copy_from_slice(&self, data: &[T]) -> Result<()> {
+        self.check_len("Buffer::copy_from_slice", data.len())?;
+        self.iris.upload(self.addr, as_bytes(data))
+    }
+
+    /// Copies it into `out` (after the context's queued work).
+    pub fn copy_to_slice(&self, out: &mut [T]) -> Result<()> {
+        self.check_len("Buffer::copy_to_slice", out.len())?;
+        self.iris.download(self.addr, as_bytes_mut(out))
+    }
+
+    /// Its contents (after the context's queued work).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut out = zeroed_vec::<T>(self.len);
+        self.copy_to_slice(&mut out)?;
+        Ok(out)
+    }
+
+    /// Overwrites it with the contents of `src`, on the device (queued).
+    pub fn copy_from_buffer(&self, src: &Buffer<'_, T>) -> Result<()> {
+        self.check_len("Buffer::copy_from_buffer", src.len)?;
+        if src.iris.id() != self.iris.id() {
+            return Err(Error::ForeignBuffer {
+                what: "buffer",
+                owner: src.iris.id(),
+                launcher: self.iris.id(),
+                rank: self.iris.rank(),
+            });
+        }
+        self.iris.copy_on_device(self.addr, src.addr, self.bytes())
+    }
+
+    fn check_len(&self, what: &'static str, got: usize) -> Result<()> {
+        if got == self.len {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                what,
+                expected: self.len,
+                got,
+            })
+        }
+    }
+}
+
+/// A vector of `len` all-zero elements (valid for every `Pod`).
+pub(crate) fn zeroed_vec<T: Pod>(len: usize) -> Vec<T> {
+    let mut out = Vec::<T>::with_capacity(len);
+    // SAFETY: the capacity holds `len` elements; all-zero bytes are a valid `T` (`Pod`).
+    unsafe {
+        std::ptr::write_bytes(out.as_mut_ptr(), 0, len);
+        out.set_len(len);
+    }
+    out
+}
+
+impl<T: Pod> AsDevicePtr<T> for Buffer<'_, T> {
+    fn device_addr(&self, iris: &Iris) -> Result<u64> {
+        if self.iris.id() == iris.id() {
+            Ok(self.addr)
+        } else {
+            Err(Error::ForeignBuffer {
+                what: "buffer",
+                owner: self.iris.id(),
+                launcher: iris.id(),
+                rank: iris.rank(),
+            })
+        }
+    }
+}
+
+impl<T: Pod> Drop for Buffer<'_, T> {
+    fn drop(&mut self) {
+        if self.addr != 0 {
+            self.iris.release(self.addr);
+        }
+    }
+}
+
+impl<T: Pod> fmt::Debug for Buffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("elem", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("context", &self.iris.id())
+            .finish()
+    }
+}

@@ -1,0 +1,7 @@
+//! Modules: code objects loaded lazily, once per (kernel unit, device), and cached.
+
+mod cache;
+mod device_slot;
+
+pub use cache::ModuleCache;
+pub use device_slot::DeviceSlot;

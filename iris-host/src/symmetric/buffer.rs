@@ -1,0 +1,211 @@
+//! `SymmetricBuffer`: one rank's handle on a symmetric allocation.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::SymmetricAddressMap;
+use crate::context::Iris;
+use crate::error::{Error, Result};
+use crate::memory::{as_bytes, as_bytes_mut, AsDevicePtr, DevicePtr, Pod};
+
+/// `len` elements of `T` that every rank of the world holds a copy of, with the table of
+/// every rank's copy already in device memory. A kernel's `Symmetric<T>` parameter takes
+/// it (local pointer, local base, table); launching copies nothing.
+///
+/// Dropping it (or [`free`](SymmetricBuffer::free)) returns this rank's copy to the
+/// provider once the rank's queued work has finished. Release symmetric buffers in the
+/// same order on every rank, after the peers are done with them (a
+/// [`barrier`](Iris::barrier)).
+pub struct SymmetricBuffer<'ctx, T: Pod> {
+    iris: &'ctx Iris,
+    map: SymmetricAddressMap,
+    len: usize,
+    live: bool,
+    _elem: PhantomData<T>,
+}
+
+impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
+    pub(crate) fn new(iris: &'ctx Iris, map: SymmetricAddressMap, len: usize) -> Self {
+        Self {
+            iris,
+            map,
+            len,
+            live: true,
+            _elem: PhantomData,
+        }
+    }
+
+    /// Number of elements of each copy.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of each copy that hold elements.
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// The allocation's address map.
+    pub fn map(&self) -> &SymmetricAddressMap {
+        &self.map
+    }
+
+    /// A device pointer to this rank's copy.
+    pub fn local_ptr(&self) -> DevicePtr<T> {
+        DevicePtr::owned(self.map.base(), self.iris.id())
+    }
+
+    /// Device address of rank `rank`'s copy.
+    pub fn peer_addr(&self, rank: usize) -> Option<u64> {
+        self.map.peer_base(rank)
+    }
+
+    /// The context that owns this handle.
+    pub fn context(&self) -> &'ctx Iris {
+        self.iris
+    }
+
+    /// Overwrites this rank's copy with `data` (after the rank's queued work).
+    pub fn copy_from_slice(&self, data: &[T]) -> Result<()> {
+        self.check_len("SymmetricBuffer::copy_from_slice", data.len())?;
+        self.iris.upload(self.map.base(), as_bytes(data))
+    }
+
+    /// Copies this rank's copy into `out` (after the rank's queued work).
+    pub fn copy_to_slice(&self, out: &mut [T]) -> Result<()> {
+        self.check_len("SymmetricBuffer::copy_to_slice", out.len())?;
+        self.iris.download(self.map.base(), as_bytes_mut(out))
+    }
+
+    /// The contents of this rank's copy (after the rank's queued work).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut out = crate::memory::buffer_zeroed_vec::<T>(self.len);
+        self.copy_to_slice(&mut out)?;
+        Ok(out)
+    }
+
+    /// Returns this rank's copy to the provider, reporting failures that drop would only
+    /// log.
+    pub fn free(mut self) -> Result<()> {
+        self.live = false;
+        self.iris.free_symmetric(&self.map)
+    }
+
+    /// Checks that a kernel launched from `iris` may use it: same context, every peer's
+    /// copy reachable.
+    pub(crate) fn check_launchable(&self, iris: &Iris) -> Result<()> {
+        if self.iris.id() != iris.id() {
+            return Err(Error::ForeignBuffer {
+                what: "symmetric buffer",
+                owner: self.iris.id(),
+                launcher: iris.id(),
+                rank: iris.rank(),
+            });
+        }
+        if let Some(&peer) = self.map.reachable().missing().first() {
+            return Err(Error::UnreachablePeer {
+                rank: iris.rank(),
+                peer,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, what: &'static str, got: usize) -> Result<()> {
+        if got == self.len {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                what,
+                expected: self.len,
+                got,
+            })
+        }
+    }
+}
+
+impl<T: Pod> AsDevicePtr<T> for SymmetricBuffer<'_, T> {
+    fn device_addr(&self, iris: &Iris) -> Result<u64> {
+        if self.iris.id() == iris.id() {
+            Ok(self.map.base())
+        } else {
+            Err(Error::ForeignBuffer {
+                what: "symmetric buffer",
+                owner: self.iris.id(),
+                launcher: iris.id(),
+                rank: iris.rank(),
+            })
+        }
+    }
+}
+
+impl<T: Pod> Drop for SymmetricBuffer<'_, T> {
+    fn drop(&mut self) {
+        if self.live {
+            if let Err(err) = self.iris.free_symmetric(&self.map) {
+                tracing::warn!(rank = self.iris.rank(), %err, "freeing a symmetric buffer");
+            }
+        }
+    }
+}
+
+impl<T: Pod> fmt::Debug for SymmetricBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SymmetricBuffer")
+            .field("elem", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("map", &self.map)
+            .field("context", &self.iris.id())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::BackendKind;
+    use crate::symmetric::PeerMask;
+    use crate::World;
+
+    #[test]
+    fn a_peer_the_rank_cannot_reach_is_a_launch_error() {
+        World::threads(2)
+            .backend(BackendKind::Cpu)
+            .heap_bytes(1 << 16)
+            .run(|iris| {
+                let real = iris.symmetric::<f32>(8)?;
+                let map = SymmetricAddressMap::new(
+                    iris.rank(),
+                    2,
+                    real.map().base(),
+                    real.map().bytes(),
+                    real.map().peer_bases().to_vec(),
+                    real.map().table(),
+                    PeerMask::from_fn(2, |r| r == iris.rank()),
+                )?;
+                let partial = SymmetricBuffer::<f32>::new(iris, map, 8);
+                let err = partial.check_launchable(iris).unwrap_err();
+                assert!(
+                    matches!(err, Error::UnreachablePeer { rank, peer } if rank == iris.rank() && peer == 1 - rank),
+                    "{err}"
+                );
+                let mut args = crate::KernelArgs::new(&EMPTY_UNIT, 0);
+                assert!(args.symmetric(iris, &partial).is_err());
+                // the partial view shares the real allocation: only one may free it
+                std::mem::forget(partial);
+                real.check_launchable(iris)
+            })
+            .unwrap();
+    }
+
+    static EMPTY_UNIT: iris_device::abi::KernelUnit = iris_device::abi::KernelUnit {
+        id: "empty",
+        kernels: &[],
+        code_objects: &[],
+    };
+}

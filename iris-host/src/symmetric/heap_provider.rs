@@ -1,0 +1,300 @@
+//! The heap provider: one device allocation per rank (its heap), sub-allocated by a
+//! [`HeapAllocator`] that every rank drives with the same calls in the same order, so an
+//! allocation sits at the same offset in every rank's heap.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{
+    AllocationRequest, HeapAllocator, HeapError, PeerMask, SymmetricAddressMap, SymmetricProvider,
+};
+use crate::backend::{MemoryKind, Stream};
+use crate::error::{Error, Result};
+use crate::module::DeviceSlot;
+use crate::sync::lock;
+use crate::world::Rendezvous;
+
+/// One rank's heap: where it is, on which device.
+#[derive(Clone, Debug)]
+pub struct RankHeap {
+    /// The device it is allocated on.
+    pub device: Arc<DeviceSlot>,
+    /// Device address of its first byte.
+    pub base: u64,
+    /// Its size.
+    pub bytes: usize,
+}
+
+/// What one rank proposes in the collective allocation step.
+#[derive(Clone, Debug)]
+struct Proposal {
+    request: AllocationRequest,
+    offset: Result<usize, HeapError>,
+}
+
+/// Symmetric memory from one heap per rank.
+pub struct HeapProvider {
+    rank: usize,
+    heaps: Arc<[RankHeap]>,
+    reachable: PeerMask,
+    rendezvous: Arc<Rendezvous>,
+    stream: Arc<dyn Stream>,
+    timeout: Duration,
+    allocator: Mutex<HeapAllocator>,
+}
+
+impl HeapProvider {
+    /// The provider of rank `rank`, given every rank's heap (`heaps[rank]` is its own),
+    /// the peers its device can reach, the world's rendezvous and the rank's stream.
+    pub fn new(
+        rank: usize,
+        heaps: Arc<[RankHeap]>,
+        reachable: PeerMask,
+        rendezvous: Arc<Rendezvous>,
+        stream: Arc<dyn Stream>,
+    ) -> Result<Self> {
+        let own = heaps.get(rank).ok_or_else(|| {
+            Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))
+        })?;
+        if heaps.len() != rendezvous.size() {
+            return Err(Error::InvalidConfig(format!(
+                "{} heaps for a world of {} ranks",
+                heaps.len(),
+                rendezvous.size()
+            )));
+        }
+        let allocator = Mutex::new(HeapAllocator::new(own.bytes));
+        let timeout = rendezvous.timeout();
+        Ok(Self {
+            rank,
+            heaps,
+            reachable,
+            rendezvous,
+            stream,
+            timeout,
+            allocator,
+        })
+    }
+
+    fn own(&self) -> &RankHeap {
+        &self.heaps[self.rank]
+    }
+
+    /// Free bytes in this rank's heap.
+    pub fn free_bytes(&self) -> usize {
+        lock(&self.allocator).free_bytes()
+    }
+
+    /// A copy of this rank's allocator state (for inspection).
+    pub fn allocator(&self) -> HeapAllocator {
+        lock(&self.allocator).clone()
+    }
+
+    fn heap_error(&self, rank: usize, err: &HeapError) -> Error {
+        match *err {
+            HeapError::Exhausted {
+                requested,
+                free,
+                largest,
+                heap,
+            } => Error::HeapExhausted {
+                rank,
+                requested,
+                free,
+                largest,
+                heap,
+            },
+            HeapError::InvalidFree { offset, reason } => Error::InvalidFree {
+                rank,
+                offset,
+                reason: reason.into(),
+            },
+            HeapError::BadAlignment(align) => Error::InvalidConfig(format!(
+                "symmetric allocation alignment {align} is not a power of two"
+            )),
+        }
+    }
+
+    /// Agrees with every rank on the request and the offset; frees the tentative
+    /// allocation on any disagreement.
+    fn agree(&self, request: &AllocationRequest) -> Result<usize> {
+        let offset = lock(&self.allocator).alloc(request.bytes, request.align);
+        let proposals = self.rendezvous.all_gather(
+            self.rank,
+            "symmetric allocation",
+            Proposal {
+                request: *request,
+                offset: offset.clone(),
+            },
+        );
+        let undo = || {
+            if let Ok(off) = offset {
+                let _ = lock(&self.allocator).free(off);
+            }
+        };
+        let proposals = match proposals {
+            Ok(p) => p,
+            Err(err) => {
+                undo();
+                return Err(err);
+            }
+        };
+        if let Err(err) = check_proposals(&proposals).map_err(|e| e.into_error(self)) {
+            undo();
+            return Err(err);
+        }
+        offset.map_err(|e| self.heap_error(self.rank, &e))
+    }
+
+    fn upload_table(&self, bases: &[u64]) -> Result<u64> {
+        let device = self.own().device.device();
+        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
+        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
+        self.stream.synchronize(self.timeout)?;
+        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
+        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
+            // SAFETY: nothing has seen `table`.
+            let _ = unsafe { device.free(table) };
+            return Err(err);
+        }
+        Ok(table)
+    }
+}
+
+enum Disagreement {
+    Requests(String),
+    Exhausted(usize, HeapError),
+    Offsets(String),
+}
+
+impl Disagreement {
+    fn into_error(self, provider: &HeapProvider) -> Error {
+        match self {
+            Disagreement::Requests(details) => Error::SymmetryMismatch {
+                op: "symmetric allocation".into(),
+                details,
+            },
+            Disagreement::Exhausted(rank, err) => provider.heap_error(rank, &err),
+            Disagreement::Offsets(details) => Error::SymmetryMismatch {
+                op: "symmetric allocation".into(),
+                details,
+            },
+        }
+    }
+}
+
+fn check_proposals(proposals: &[Proposal]) -> Result<(), Disagreement> {
+    let first = &proposals[0];
+    if proposals.iter().any(|p| p.request != first.request) {
+        let asked: Vec<String> = proposals
+            .iter()
+            .enumerate()
+            .map(|(r, p)| {
+                format!(
+                    "rank {r} asked for {} bytes of {} (align {})",
+                    p.request.bytes, p.request.type_name, p.request.align
+                )
+            })
+            .collect();
+        return Err(Disagreement::Requests(asked.join(", ")));
+    }
+    if let Some((rank, err)) = proposals
+        .iter()
+        .enumerate()
+        .find_map(|(r, p)| p.offset.as_ref().err().map(|e| (r, e.clone())))
+    {
+        return Err(Disagreement::Exhausted(rank, err));
+    }
+    if proposals.iter().any(|p| p.offset != first.offset) {
+        let offsets: Vec<String> = proposals
+            .iter()
+            .enumerate()
+            .map(|(r, p)| format!("rank {r} at offset {:?}", p.offset.as_ref().ok()))
+            .collect();
+        return Err(Disagreement::Offsets(format!(
+            "the heaps have diverged ({}): free symmetric buffers in the same order on every rank",
+            offsets.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+impl SymmetricProvider for HeapProvider {
+    fn name(&self) -> &'static str {
+        "heap"
+    }
+
+    fn allocate(&self, request: &AllocationRequest) -> Result<SymmetricAddressMap> {
+        let _span = tracing::debug_span!(
+            "symmetric_alloc",
+            rank = self.rank,
+            bytes = request.bytes,
+            ty = request.type_name
+        )
+        .entered();
+        let offset = self.agree(request)?;
+        let len = lock(&self.allocator)
+            .len_of(offset)
+            .unwrap_or(request.bytes);
+        let release = || {
+            let _ = lock(&self.allocator).free(offset);
+        };
+        let bases: Vec<u64> = self.heaps.iter().map(|h| h.base + offset as u64).collect();
+        let table = match self.upload_table(&bases) {
+            Ok(t) => t,
+            Err(err) => {
+                release();
+                return Err(err);
+            }
+        };
+        let base = self.own().base + offset as u64;
+        SymmetricAddressMap::new(
+            self.rank,
+            self.heaps.len(),
+            base,
+            len,
+            bases,
+            table,
+            self.reachable.clone(),
+        )
+        .inspect_err(|_| {
+            release();
+            // SAFETY: the table was never handed out.
+            let _ = unsafe { self.own().device.device().free(table) };
+        })
+    }
+
+    fn free(&self, map: &SymmetricAddressMap) -> Result<()> {
+        let own = self.own();
+        let offset = map
+            .base()
+            .checked_sub(own.base)
+            .filter(|&o| map.local_rank() == self.rank && o < own.bytes as u64)
+            .ok_or_else(|| Error::InvalidFree {
+                rank: self.rank,
+                offset: 0,
+                reason: format!(
+                    "address {:#x} (rank {}) is not in this rank's heap",
+                    map.base(),
+                    map.local_rank()
+                ),
+            })? as usize;
+        // Queued kernels may still read the table or the range.
+        self.stream.synchronize(self.timeout)?;
+        lock(&self.allocator)
+            .free(offset)
+            .map_err(|e| self.heap_error(self.rank, &e))?;
+        // SAFETY: the table belongs to this allocation, whose work has finished.
+        unsafe { own.device.device().free(map.table()) }
+    }
+}
+
+impl std::fmt::Debug for HeapProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeapProvider")
+            .field("rank", &self.rank)
+            .field("heap", self.own())
+            .field("free_bytes", &self.free_bytes())
+            .finish()
+    }
+}

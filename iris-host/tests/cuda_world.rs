@@ -1,0 +1,229 @@
+//! Ranks as threads on CUDA devices, through the whole runtime (World, symmetric heap,
+//! KernelArgs, Iris::launch), with a hand-written PTX all-gather: every rank stores its
+//! input into every peer's copy of a symmetric buffer by translate-then-store. Also the
+//! host time of a typed launch. Without a CUDA driver every test prints why it is skipped
+//! and passes, unless `IRIS_REQUIRE_GPU` is set, which makes that a failure.
+
+use std::time::{Duration, Instant};
+
+use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
+use iris_host::backend::{cuda, BackendKind};
+use iris_host::{AsDevicePtr, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World};
+
+/// `all_gather(input, out: Symmetric<f32>, n, me, world)`: for `i < n`, every peer's
+/// `out[me * n + i] = input[i]`. Emitted by LLVM's NVPTX back end for sm_80.
+const PTX: &str = concat!(
+    r#"
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry all_gather(
+	.param .u64 .ptr .global .align 1 all_gather_param_0,
+	.param .u64 .ptr .align 1 all_gather_param_1,
+	.param .u64 .ptr .align 1 all_gather_param_2,
+	.param .u64 .ptr .global .align 1 all_gather_param_3,
+	.param .u64 all_gather_param_4,
+	.param .u32 all_gather_param_5,
+	.param .u32 all_gather_param_6
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<9>;
+	.reg .b64 	%rd<16>;
+
+	ld.param.b64 	%rd6, [all_gather_param_4];
+	mov.u32 	%r4, %tid.x;
+	mov.u32 	%r5, %ctaid.x;
+	mov.u32 	%r6, %ntid.x;
+	mad.lo.s32 	%r7, %r5, %r6, %r4;
+	cvt.u64.u32 	%rd1, %r7;
+	setp.ge.u64 	%p1, %rd1, %rd6;
+	@%p1 bra 	$L__BB0_4;
+	ld.param.b32 	%r3, [all_gather_param_6];
+	setp.eq.b32 	%p2, %r3, 0;
+	@%p2 bra 	$L__BB0_4;
+	ld.param.b32 	%r2, [all_gather_param_5];
+	ld.param.b64 	%rd15, [all_gather_param_3];
+	ld.param.b64 	%rd5, [all_gather_param_2];
+	ld.param.b64 	%rd4, [all_gather_param_1];
+	ld.param.b64 	%rd3, [all_gather_param_0];
+	shl.b64 	%rd7, %rd1, 2;
+	add.s64 	%rd8, %rd3, %rd7;
+	ld.global.b32 	%r1, [%rd8];
+	cvt.u64.u32 	%rd9, %r2;
+	mad.lo.s64 	%rd10, %rd9, %rd6, %rd1;
+	shl.b64 	%rd11, %rd10, 2;
+	add.s64 	%rd12, %rd4, %rd11;
+	sub.s64 	%rd2, %rd12, %rd5;
+	mov.b32 	%r8, 0;
+$L__BB0_3:
+	ld.global.nc.b64 	%rd13, [%rd15];
+	add.s64 	%rd14, %rd13, %rd2;
+	st.b32 	[%rd14], %r1;
+	add.s32 	%r8, %r8, 1;
+	add.s64 	%rd15, %rd15, 8;
+	setp.lt.u32 	%p3, %r8, %r3;
+	@%p3 bra 	$L__BB0_3;
+$L__BB0_4:
+	ret;
+}
+"#,
+    "\0"
+);
+
+const fn value(name: &'static str, ty: &'static str, size: u32) -> ParamSpec {
+    ParamSpec {
+        name,
+        ty,
+        kind: ParamKind::Value { size, align: size },
+    }
+}
+
+static UNIT: KernelUnit = KernelUnit {
+    id: "cuda_world::all_gather",
+    kernels: &[KernelSpec {
+        name: "all_gather",
+        params: &[
+            ParamSpec {
+                name: "input",
+                ty: "*const f32",
+                kind: ParamKind::Pointer,
+            },
+            ParamSpec {
+                name: "out",
+                ty: "Symmetric<f32>",
+                kind: ParamKind::Symmetric,
+            },
+            value("n", "u64", 8),
+            value("me", "u32", 4),
+            value("world", "u32", 4),
+        ],
+        shared_bytes: 0,
+        uses_block_barrier: false,
+        max_block_threads: 1024,
+    }],
+    code_objects: &[CodeObject {
+        target: "sm_80",
+        kind: TargetKind::Nvptx,
+        bytes: PTX.as_bytes(),
+    }],
+};
+
+/// What the kernel macro generates as the typed launcher.
+fn all_gather(
+    iris: &Iris,
+    config: LaunchConfig,
+    input: &impl AsDevicePtr<f32>,
+    out: &SymmetricBuffer<'_, f32>,
+    n: u64,
+    me: u32,
+    world: u32,
+) -> Result<()> {
+    let mut args = KernelArgs::new(&UNIT, 0);
+    args.pointer(iris, input)?;
+    args.symmetric(iris, out)?;
+    args.value(n);
+    args.value(me);
+    args.value(world);
+    iris.launch(&UNIT, 0, config, args)
+}
+
+fn cuda_present() -> bool {
+    match cuda::open() {
+        Ok(_) => true,
+        Err(err) if std::env::var_os("IRIS_REQUIRE_GPU").is_some() => {
+            panic!("IRIS_REQUIRE_GPU is set but the CUDA backend does not open: {err}")
+        }
+        Err(err) => {
+            eprintln!("skipped: {err}");
+            false
+        }
+    }
+}
+
+fn world(ranks: usize) -> World {
+    World::threads(ranks)
+        .backend(BackendKind::Cuda)
+        .heap_bytes(64 << 20)
+        .timeout(Duration::from_secs(60))
+}
+
+#[test]
+fn all_gather_at_1_2_4_8_ranks() {
+    if !cuda_present() {
+        return;
+    }
+    for ranks in [1usize, 2, 4, 8] {
+        let n = 100_003usize;
+        let input = |r: usize| -> Vec<f32> { (0..n).map(|i| (r * n + i) as f32 * 0.5).collect() };
+        let outputs = world(ranks)
+            .run(|iris| {
+                let me = iris.rank();
+                let local = iris.from_slice(&input(me))?;
+                let out = iris.symmetric_full::<f32>(ranks * n, -1.0)?;
+                iris.barrier()?;
+                let config = LaunchConfig::for_elements(n as u64, 256);
+                all_gather(
+                    iris,
+                    config,
+                    &local,
+                    &out,
+                    n as u64,
+                    me as u32,
+                    ranks as u32,
+                )?;
+                iris.barrier()?;
+                Ok((iris.device_info().ordinal, out.to_vec()?))
+            })
+            .unwrap_or_else(|e| panic!("all-gather at {ranks} ranks: {e}"));
+        let expected: Vec<f32> = (0..ranks).flat_map(input).collect();
+        for (rank, (device, got)) in outputs.iter().enumerate() {
+            assert!(
+                got == &expected,
+                "rank {rank} (device {device}) of {ranks}: wrong result"
+            );
+        }
+        let devices: Vec<usize> = outputs.iter().map(|(d, _)| *d).collect();
+        eprintln!("all-gather at {ranks} rank(s) on devices {devices:?}: ok");
+    }
+}
+
+#[test]
+fn typed_launch_overhead() {
+    if !cuda_present() {
+        return;
+    }
+    let (batch, rounds) = (500, 20);
+    let mut samples = world(1)
+        .run(|iris| {
+            let n = 32u64;
+            let local = iris.from_slice(&[1.0f32; 32])?;
+            let out = iris.symmetric_zeros::<f32>(32)?;
+            let config = LaunchConfig::linear(1, 32);
+            let mut samples = Vec::with_capacity(batch * rounds);
+            for round in 0..rounds + 2 {
+                for _ in 0..batch {
+                    let t = Instant::now();
+                    all_gather(iris, config, &local, &out, n, 0, 1)?;
+                    if round >= 2 {
+                        samples.push(t.elapsed());
+                    }
+                }
+                iris.synchronize()?;
+            }
+            assert!(out.to_vec()?.iter().all(|&v| v == 1.0));
+            Ok(samples)
+        })
+        .unwrap_or_else(|e| panic!("typed launches: {e}"))
+        .remove(0);
+    samples.sort_unstable();
+    let at =
+        |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e6;
+    eprintln!(
+        "typed launch (KernelArgs built + Iris::launch), host time per call over {} launches: median {:.3} us, p90 {:.3} us",
+        samples.len(),
+        at(0.5),
+        at(0.9)
+    );
+}
