@@ -20,9 +20,19 @@ pub(crate) struct CpuModule {
     unit: &'static KernelUnit,
     target: &'static str,
     /// Kept alive by every launch still queued, so the code cannot be unloaded under it.
-    pub(crate) library: Arc<Library>,
+    pub(crate) library: Arc<LoadedObject>,
     /// One entry per kernel of the unit, in order.
     pub(crate) entries: Vec<CpuKernelEntry>,
+}
+
+/// A dlopen-ed object and the memfd it was loaded from.
+///
+/// The memfd stays open while the object is loaded: glibc recognises an already-loaded
+/// object by its path, so a `/proc/self/fd/N` whose number was reused by a newer memfd
+/// would hand back the old object. Fields drop in order: the library is closed first.
+pub(crate) struct LoadedObject {
+    _library: Library,
+    _memfd: File,
 }
 
 impl CpuModule {
@@ -44,7 +54,6 @@ impl CpuModule {
         // matter.
         let library = unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_LOCAL) }
             .map_err(|e| fail(format!("dlopen: {e}")))?;
-        drop(file);
         let mut entries = Vec::with_capacity(unit.kernels.len());
         for spec in unit.kernels {
             // SAFETY: the ABI says every kernel symbol is a `CpuKernelEntry`.
@@ -60,7 +69,7 @@ impl CpuModule {
         Ok(Self {
             unit,
             target: object.target,
-            library: Arc::new(library),
+            library: Arc::new(LoadedObject { _library: library, _memfd: file }),
             entries,
         })
     }

@@ -1,0 +1,42 @@
+//! What the end-to-end tests share: the backends to run on, and random data.
+#![allow(dead_code)]
+
+use iris::BackendKind;
+use rand::Rng;
+
+/// The CPU backend always, and each GPU backend whose runtime and device are present.
+/// A GPU backend that is missing is reported as skipped with its reason; with
+/// `IRIS_REQUIRE_GPU=1` a missing GPU fails the test instead.
+pub fn backends() -> Vec<BackendKind> {
+    let mut kinds = vec![BackendKind::Cpu];
+    let mut reasons = Vec::new();
+    for kind in [BackendKind::Cuda, BackendKind::Hip] {
+        match iris::backend::open(kind) {
+            Ok(_) => kinds.push(kind),
+            Err(e) => reasons.push(format!("{kind}: {e}")),
+        }
+    }
+    if kinds.len() == 1 {
+        let why = reasons.join("; ");
+        if std::env::var("IRIS_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+            panic!("IRIS_REQUIRE_GPU=1 but no GPU backend is usable: {why}");
+        }
+        eprintln!("GPU part skipped (ran on the CPU backend only): {why}");
+    }
+    kinds
+}
+
+/// `n` random values in `[-1, 1)`.
+pub fn random_f32(n: usize) -> Vec<f32> {
+    let mut rng = rand::rng();
+    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// `n` random `u32`s.
+pub fn random_u32(n: usize) -> Vec<u32> {
+    let mut rng = rand::rng();
+    (0..n).map(|_| rng.random()).collect()
+}
+
+/// The world sizes every collective is tested at.
+pub const WORLD_SIZES: [usize; 4] = [1, 2, 4, 8];

@@ -1,0 +1,133 @@
+//! The kernel language computes what Rust computes: the same functions run as device code
+//! (on the CPU backend and any GPU present) and as host Rust, over random inputs.
+
+mod common;
+
+use common::{backends, random_u32};
+use iris::World;
+
+#[iris::kernels]
+mod lang {
+    use iris::prelude::*;
+
+    /// Integer mix: wrapping arithmetic, shifts, division, bit operations, comparisons.
+    pub fn mix(a: u32, b: u32) -> u32 {
+        let s = a.wrapping_add(b.wrapping_mul(2654435761));
+        let d = if b == 0 { 0 } else { a / b + a % b };
+        let signed = (a as i32) >> 3; // arithmetic shift
+        let t = s ^ (d << 5) ^ (signed as u32) ^ (a >> (b & 31));
+        if t > a { t.wrapping_sub(a) } else { t | 1 }
+    }
+
+    /// Float to integer casts saturate; integer to float rounds; f16/bf16 round-trip.
+    pub fn casts(a: u32, b: u32) -> u32 {
+        let f = (a as i32) as f32 * 1.0e3 / ((b % 1000) as f32 + 0.5);
+        let sat = (f as u8 as u32).wrapping_add((f as i16) as u32);
+        let h = f16::from_f32((b % 4096) as f32).to_f32() as u32;
+        let g = bf16::from_f32((a % 256) as f32).to_f32() as u32;
+        sat.wrapping_add(h * 3).wrapping_add(g * 7)
+    }
+
+    /// Loops: inclusive ranges, while with break and continue, early return.
+    pub fn loops(a: u32, b: u32) -> u32 {
+        let mut acc = 0u32;
+        for i in 0..=(a % 17) {
+            acc = acc.wrapping_add(i * i);
+        }
+        let mut j = 0u32;
+        while j < 100 {
+            j += 1;
+            if j % 3 == 0 {
+                continue;
+            }
+            if j > b % 50 {
+                break;
+            }
+            acc ^= j;
+        }
+        if acc == 7 {
+            return 7;
+        }
+        let mut k = 0u32;
+        loop {
+            k += 1;
+            if k >= a % 5 {
+                break;
+            }
+        }
+        acc.wrapping_add(k)
+    }
+
+    /// Floats: sqrt, abs, min, max, constants, f64.
+    pub fn floats(a: u32, b: u32) -> u32 {
+        let x = (a % 10000) as f64 / 7.0 - 700.0;
+        let y = (b % 10000) as f32 / 3.0;
+        let r = x.abs().sqrt() + (y.min(100.0) as f64) - (y.max(2000.0) as f64);
+        let big = if r > f64::MAX { 1.0 } else { r };
+        (big * 1000.0) as i64 as u32 ^ u32::MAX
+    }
+
+    /// Lanes of a 16-byte vector: arithmetic and `get`.
+    pub fn lanes(a: u32, b: u32) -> u32 {
+        let v = u32x4::new([a, b, a ^ b, 7]);
+        let w = v + u32x4::splat(3);
+        let p = w * v;
+        p.get(0) ^ p.get(1) ^ p.get(2) ^ p.get(3)
+    }
+
+    #[kernel]
+    pub fn apply(which: u32, a: *const u32, b: *const u32, out: *mut u32, n: u64) {
+        let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+        if i >= n {
+            return;
+        }
+        let x = unsafe { *a.add(i as usize) };
+        let y = unsafe { *b.add(i as usize) };
+        let r = if which == 0 {
+            mix(x, y)
+        } else if which == 1 {
+            casts(x, y)
+        } else if which == 2 {
+            loops(x, y)
+        } else if which == 3 {
+            floats(x, y)
+        } else {
+            lanes(x, y)
+        };
+        unsafe { *out.add(i as usize) = r };
+    }
+}
+
+#[test]
+fn device_code_computes_what_host_rust_computes() {
+    let n = 4099usize;
+    let names = ["mix", "casts", "loops", "floats", "lanes"];
+    let host: [fn(u32, u32) -> u32; 5] = [lang::mix, lang::casts, lang::loops, lang::floats, lang::lanes];
+    for backend in backends() {
+        let mismatches = World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let mut report = Vec::new();
+                for (which, name) in names.iter().enumerate() {
+                    let a = random_u32(n);
+                    let b = random_u32(n);
+                    let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
+                    let out = iris.full::<u32>(n, 0xDEAD_BEEF)?;
+                    lang::apply::launch(iris, ((n as u32).div_ceil(128), 128), which as u32, &da, &db, &out, n as u64)?;
+                    let got = out.to_vec()?;
+                    let bad = (0..n).filter(|&i| got[i] != host[which](a[i], b[i])).count();
+                    if bad > 0 {
+                        let i = (0..n).find(|&i| got[i] != host[which](a[i], b[i])).unwrap_or(0);
+                        report.push(format!(
+                            "{name}: {bad} of {n} differ, e.g. ({}, {}) -> device {} host {}",
+                            a[i], b[i], got[i], host[which](a[i], b[i])
+                        ));
+                    }
+                }
+                Ok(report)
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        assert!(mismatches[0].is_empty(), "{backend}: {:#?}", mismatches[0]);
+    }
+}
