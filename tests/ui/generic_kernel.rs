@@ -1,0 +1,6 @@
+use iris::prelude::*;
+
+#[iris::kernel]
+pub fn k<T: Copy>(x: *mut T) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[iris::kernel]
+pub struct NotAKernel {
+    x: u32,
+}
+
+fn main() {}

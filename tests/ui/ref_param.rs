@@ -1,0 +1,6 @@
+use iris::prelude::*;
+
+#[iris::kernel]
+pub fn k(x: &u32) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use iris::prelude::*;
+
+#[iris::kernel]
+pub fn k(x: Vec<f32>) {}
+
+fn main() {}
