@@ -7,6 +7,11 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::spanned::Spanned;
 
+thread_local! {
+    /// Targets to compile for instead of `IRIS_TARGETS` (the crate's own tests use it).
+    pub static TARGETS_OVERRIDE: std::cell::RefCell<Option<Vec<Target>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Runs an expansion, turning a panic (a compiler bug) into a compile error.
 pub fn guarded(f: impl FnOnce() -> TokenStream) -> TokenStream {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {

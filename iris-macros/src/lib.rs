@@ -13,6 +13,8 @@
 //! Anything outside the kernel subset is a `compile_error!` at the offending tokens.
 
 mod expand;
+#[cfg(test)]
+mod fuzz;
 mod launcher;
 mod unit_tokens;
 
