@@ -1,4 +1,40 @@
 //! iris: GPU kernels in Rust over symmetric memory.
+//!
+//! Kernels are Rust functions marked [`kernel`] (or modules marked [`kernels`]); the macro
+//! compiles them for AMD GPUs, NVIDIA GPUs and the CPU at build time and generates a typed
+//! launcher. At run time a [`World`] runs one rank per thread (or process), each with its own
+//! [`Iris`] context; symmetric allocations ([`Iris::symmetric_zeros`] and friends) exist on
+//! every rank, and kernels reach a peer's copy with [`store`], [`load`], the atomics, ...
+//!
+//! ```
+//! use iris::prelude::*;
+//! use iris::{LaunchConfig, World};
+//!
+//! /// Each rank writes its rank number into slot `me` of every peer's `out`.
+//! #[iris::kernel]
+//! pub fn announce(out: Symmetric<u32>, me: u32, world: u32) {
+//!     if thread_idx_x() == 0 {
+//!         for peer in 0..world {
+//!             iris::store(out.add(me as usize), me, peer);
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> iris::Result<()> {
+//! let gathered = World::threads(4).heap_bytes(1 << 20).run(|iris| {
+//!     let out = iris.symmetric_zeros::<u32>(iris.world_size())?;
+//!     let (me, world) = (iris.rank() as u32, iris.world_size() as u32);
+//!     announce::launch(iris, LaunchConfig::linear(1, 32), &out, me, world)?;
+//!     iris.barrier()?; // every rank's stores have landed
+//!     out.to_vec()
+//! })?;
+//! assert!(gathered.iter().all(|v| *v == [0, 1, 2, 3]));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The device API lives in [`prelude`]; the host runtime in [`Iris`], [`World`],
+//! [`Buffer`], [`SymmetricBuffer`]; what the macro emits in [`abi`].
 #![warn(missing_docs)]
 
 pub use iris_device::abi;

@@ -11,6 +11,9 @@
 //!    `AsDevicePtr<T>`, a value its own type.
 //!
 //! Anything outside the kernel subset is a `compile_error!` at the offending tokens.
+//!
+//! Use the attributes through the facade crate, `iris::kernel` and `iris::kernels`, whose
+//! documentation has compiled examples.
 
 mod expand;
 #[cfg(test)]
@@ -22,7 +25,7 @@ use proc_macro::TokenStream;
 
 /// Compiles one function into a kernel and generates its launcher, `name::launch`.
 ///
-/// ```ignore
+/// ```text
 /// use iris::prelude::*;
 ///
 /// #[iris::kernel]
@@ -43,7 +46,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// (each gets a launcher module of its name), the others are device functions the
 /// kernels may call.
 ///
-/// ```ignore
+/// ```text
 /// #[iris::kernels]
 /// mod reduce {
 ///     use iris::prelude::*;
