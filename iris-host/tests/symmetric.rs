@@ -219,7 +219,7 @@ fn symmetric_from_slice_and_local_pointer() {
             let data: Vec<u64> = (0..77).map(|i| i * 10 + iris.rank() as u64).collect();
             let buf = iris.symmetric_from_slice(&data)?;
             assert_eq!(buf.to_vec()?, data);
-            assert_eq!(buf.device_addr(iris)?, buf.map().base());
+            assert_eq!(buf.local_ptr().device_addr(iris)?, buf.map().base());
             assert_eq!(buf.local_ptr().addr(), buf.map().base());
             let peer = 1 - iris.rank();
             assert_eq!(

@@ -3,33 +3,41 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::SymmetricAddressMap;
+use super::{ProviderKind, SymmetricAddressMap};
 use crate::context::Iris;
 use crate::error::{Error, Result};
-use crate::memory::{as_bytes, as_bytes_mut, AsDevicePtr, DevicePtr, Pod};
+use crate::memory::{as_bytes, as_bytes_mut, DevicePtr, Pod};
 
 /// `len` elements of `T` that every rank of the world holds a copy of, with the table of
 /// every rank's copy already in device memory. A kernel's `Symmetric<T>` parameter takes
 /// it (local pointer, local base, table); launching copies nothing.
 ///
-/// Dropping it (or [`free`](SymmetricBuffer::free)) returns this rank's copy to the
-/// provider once the rank's queued work has finished. Release symmetric buffers in the
-/// same order on every rank, after the peers are done with them (a
-/// [`barrier`](Iris::barrier)).
+/// It keeps its memory and its mappings of the peers' copies alive until it is freed.
+/// Dropping it (or [`free`](SymmetricBuffer::free)) returns this rank's copy to its
+/// provider once the rank's queued work has finished (for adopted external memory, only
+/// the table is released). Release symmetric buffers in the same order on every rank,
+/// after the peers are done with them (a [`barrier`](Iris::barrier)).
 pub struct SymmetricBuffer<'ctx, T: Pod> {
     iris: &'ctx Iris,
     map: SymmetricAddressMap,
     len: usize,
+    provider: ProviderKind,
     live: bool,
     _elem: PhantomData<T>,
 }
 
 impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
-    pub(crate) fn new(iris: &'ctx Iris, map: SymmetricAddressMap, len: usize) -> Self {
+    pub(crate) fn new(
+        iris: &'ctx Iris,
+        map: SymmetricAddressMap,
+        len: usize,
+        provider: ProviderKind,
+    ) -> Self {
         Self {
             iris,
             map,
             len,
+            provider,
             live: true,
             _elem: PhantomData,
         }
@@ -65,6 +73,11 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
         self.map.peer_base(rank)
     }
 
+    /// The provider the memory came from.
+    pub fn provider(&self) -> ProviderKind {
+        self.provider
+    }
+
     /// The context that owns this handle.
     pub fn context(&self) -> &'ctx Iris {
         self.iris
@@ -93,7 +106,7 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
     /// log.
     pub fn free(mut self) -> Result<()> {
         self.live = false;
-        self.iris.free_symmetric(&self.map)
+        self.iris.free_symmetric(self.provider, &self.map)
     }
 
     /// Checks that a kernel launched from `iris` may use it: same context, every peer's
@@ -129,25 +142,14 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
     }
 }
 
-impl<T: Pod> AsDevicePtr<T> for SymmetricBuffer<'_, T> {
-    fn device_addr(&self, iris: &Iris) -> Result<u64> {
-        if self.iris.id() == iris.id() {
-            Ok(self.map.base())
-        } else {
-            Err(Error::ForeignBuffer {
-                what: "symmetric buffer",
-                owner: self.iris.id(),
-                launcher: iris.id(),
-                rank: iris.rank(),
-            })
-        }
-    }
-}
+// No `AsDevicePtr` for `SymmetricBuffer`: a kernel's raw-pointer parameter takes local
+// buffers only, so passing a symmetric buffer where a local one is expected (or the reverse)
+// does not compile. Pass `buffer.local_ptr()` to use this rank's copy as a plain pointer.
 
 impl<T: Pod> Drop for SymmetricBuffer<'_, T> {
     fn drop(&mut self) {
         if self.live {
-            if let Err(err) = self.iris.free_symmetric(&self.map) {
+            if let Err(err) = self.iris.free_symmetric(self.provider, &self.map) {
                 tracing::warn!(rank = self.iris.rank(), %err, "freeing a symmetric buffer");
             }
         }
@@ -159,6 +161,7 @@ impl<T: Pod> fmt::Debug for SymmetricBuffer<'_, T> {
         f.debug_struct("SymmetricBuffer")
             .field("elem", &std::any::type_name::<T>())
             .field("len", &self.len)
+            .field("provider", &self.provider)
             .field("map", &self.map)
             .field("context", &self.iris.id())
             .finish()
@@ -188,7 +191,7 @@ mod tests {
                     real.map().table(),
                     PeerMask::from_fn(2, |r| r == iris.rank()),
                 )?;
-                let partial = SymmetricBuffer::<f32>::new(iris, map, 8);
+                let partial = SymmetricBuffer::<f32>::new(iris, map, 8, ProviderKind::Heap);
                 let err = partial.check_launchable(iris).unwrap_err();
                 assert!(
                     matches!(err, Error::UnreachablePeer { rank, peer } if rank == iris.rank() && peer == 1 - rank),
