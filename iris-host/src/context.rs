@@ -1,38 +1,49 @@
 //! `Iris`: the context of one rank.
 
 use std::fmt;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use iris_device::abi::KernelUnit;
 
-use crate::backend::{BackendKind, DeviceInfo, LaunchDims, MemoryKind, Stream};
+use crate::backend::{BackendKind, Device, DeviceInfo, LaunchDims, MemoryKind, Stream};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
 use crate::memory::{byte_len, Buffer, Pod};
 use crate::module::DeviceSlot;
 use crate::symmetric::{
-    AllocationRequest, HeapProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
+    AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, PeerMask, ProviderKind,
+    SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
 };
-use crate::world::WorldShared;
+use crate::world::{Contribution, Gather, WorldShared};
 
 /// Every context gets a distinct id, so memory of one is never launched with another.
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The context of one rank: its device and stream, its symmetric heap, the collectives
-/// of its world, and kernel launches.
+/// The context of one rank: its device and stream, its symmetric memory providers, the
+/// collectives of its world, and kernel launches. The same API serves ranks as threads
+/// and ranks as processes.
 ///
 /// Work (launches, device-side copies) is queued on the rank's stream; host copies wait
 /// for it; [`synchronize`](Iris::synchronize) waits for all of it.
+///
+/// Symmetric memory comes from three providers ([`ProviderKind`]): the rank's heap
+/// (the default, [`symmetric`](Iris::symmetric) and its siblings), per-allocation IPC
+/// ([`symmetric_with`](Iris::symmetric_with)), and memory another system set up
+/// ([`adopt_external`](Iris::adopt_external)). Whatever the provider, a
+/// [`SymmetricBuffer`] passes the same way to a kernel's `Symmetric<T>` parameter.
 pub struct Iris {
     id: u64,
     rank: usize,
     world: Arc<WorldShared>,
     device: Arc<DeviceSlot>,
     stream: Arc<dyn Stream>,
-    provider: Box<dyn SymmetricProvider>,
+    heap: HeapProvider,
+    ipc: IpcProvider,
+    external: ExternalProvider,
 }
 
 /// How a new symmetric allocation is filled.
@@ -49,14 +60,32 @@ impl Iris {
         })?;
         let device = Arc::clone(&heap.device);
         let stream: Arc<dyn Stream> = Arc::from(device.device().create_stream()?);
-        let reachable = world.reachable.get(rank).cloned().unwrap_or_default();
-        let provider = HeapProvider::new(
+        let reachable = world
+            .reachable
+            .get(&rank)
+            .cloned()
+            .unwrap_or_else(|| PeerMask::from_fn(world.size, |r| r == rank));
+        let heap = HeapProvider::new(
             rank,
             Arc::clone(&world.heaps),
-            reachable,
-            Arc::clone(&world.rendezvous),
+            reachable.clone(),
+            Arc::clone(&world.collective),
             Arc::clone(&stream),
         )?;
+        let ipc = IpcProvider::new(
+            rank,
+            Arc::clone(&device),
+            reachable,
+            Arc::clone(&world.collective),
+            Arc::clone(&stream),
+        );
+        let external = ExternalProvider::new(
+            rank,
+            world.size,
+            Arc::clone(&device),
+            Arc::clone(&stream),
+            world.timeout,
+        );
         let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(rank, id, device = device.info().ordinal, "context created");
         Ok(Self {
@@ -65,7 +94,9 @@ impl Iris {
             world,
             device,
             stream,
-            provider: Box::new(provider),
+            heap,
+            ipc,
+            external,
         })
     }
 
@@ -108,9 +139,21 @@ impl Iris {
     pub fn reachable_peers(&self) -> Vec<usize> {
         self.world
             .reachable
-            .get(self.rank)
+            .get(&self.rank)
             .map(|m| m.ranks())
             .unwrap_or_default()
+    }
+
+    /// Whether the ranks of the world are processes (one in this process) rather than
+    /// threads of this process.
+    pub fn is_process_world(&self) -> bool {
+        self.world.processes
+    }
+
+    /// The device this rank runs on, for working with memory other systems manage
+    /// (exportable memory, descriptors) through the backend's own interface.
+    pub fn device(&self) -> &dyn Device {
+        self.device.device()
     }
 
     // ----- device memory -------------------------------------------------------------
@@ -132,17 +175,65 @@ impl Iris {
 
     // ----- symmetric memory ----------------------------------------------------------
 
-    /// A zeroed symmetric allocation of `len` elements (collective: every rank calls it
-    /// in the same order with the same `len` and `T`).
+    /// A zeroed symmetric allocation of `len` elements from the world's default provider
+    /// (collective: every rank calls it in the same order with the same `len` and `T`).
     ///
     /// When it returns on any rank, every rank's copy has been initialised.
     pub fn symmetric<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(len, Fill::Zeros)
+        self.symmetric_filled(self.world.provider, len, Fill::Zeros)
     }
 
     /// Same as [`symmetric`](Iris::symmetric): the memory is zeroed.
     pub fn symmetric_zeros<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(len, Fill::Zeros)
+        self.symmetric_filled(self.world.provider, len, Fill::Zeros)
+    }
+
+    /// A zeroed symmetric allocation of `len` elements from provider `provider`
+    /// (collective, like [`symmetric`](Iris::symmetric)). [`ProviderKind::External`]
+    /// allocates nothing: it is an error here (see [`adopt_external`](Iris::adopt_external)).
+    pub fn symmetric_with<T: Pod>(
+        &self,
+        provider: ProviderKind,
+        len: usize,
+    ) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_filled(provider, len, Fill::Zeros)
+    }
+
+    /// A symmetric allocation from provider `provider` whose local copy holds `data`
+    /// (collective, like [`symmetric_from_slice`](Iris::symmetric_from_slice)).
+    pub fn symmetric_from_slice_with<T: Pod>(
+        &self,
+        provider: ProviderKind,
+        data: &[T],
+    ) -> Result<SymmetricBuffer<'_, T>> {
+        self.symmetric_filled(provider, data.len(), Fill::Data(data))
+    }
+
+    /// Adopts `len` elements of symmetric memory another system allocated and exchanged
+    /// (for example a PyTorch symmetric tensor: its data pointer and its `buffer_ptrs`):
+    /// this rank's copy is at `local`, rank `r`'s at `peers[r]` as mapped in this process
+    /// (0 for a peer that could not be mapped: it is unreachable, and a launch with the
+    /// buffer is refused). Local: nothing is exchanged. The table is validated
+    /// (`peers.len()` is the world size, `peers[rank] == local`, else
+    /// [`Error::InvalidAddressMap`]) and uploaded; freeing the buffer releases the table
+    /// only.
+    ///
+    /// # Safety
+    /// Every non-null address is the start of `len` elements of device memory valid in
+    /// this process, each rank's copy of one allocation, and stays valid (with the
+    /// other ranks' copies) until the buffer is freed and the kernels using it finish.
+    pub unsafe fn adopt_external<T: Pod>(
+        &self,
+        local: u64,
+        peers: &[u64],
+        len: usize,
+    ) -> Result<SymmetricBuffer<'_, T>> {
+        let bytes = byte_len::<T>(len)?;
+        let map = self
+            .external
+            .adopt(local, peers, bytes)
+            .map_err(|e| e.on_rank(self.rank))?;
+        Ok(SymmetricBuffer::new(self, map, len, ProviderKind::External))
     }
 
     /// A symmetric allocation of `len` copies of `value` (collective).
@@ -153,11 +244,12 @@ impl Iris {
     /// A symmetric allocation whose local copy holds `data` (collective: every rank
     /// passes a slice of the same length; the contents may differ per rank).
     pub fn symmetric_from_slice<T: Pod>(&self, data: &[T]) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(data.len(), Fill::Data(data))
+        self.symmetric_filled(self.world.provider, data.len(), Fill::Data(data))
     }
 
     fn symmetric_filled<T: Pod>(
         &self,
+        provider: ProviderKind,
         len: usize,
         fill: Fill<'_, T>,
     ) -> Result<SymmetricBuffer<'_, T>> {
@@ -167,24 +259,39 @@ impl Iris {
             type_name: std::any::type_name::<T>(),
         };
         let map = self
-            .provider
+            .provider(provider)
             .allocate(&request)
             .map_err(|e| e.on_rank(self.rank))?;
-        let buffer = SymmetricBuffer::new(self, map, len);
+        let buffer = SymmetricBuffer::new(self, map, len, provider);
         match fill {
             Fill::Zeros => self.fill_bytes(buffer.map().base(), 0, buffer.map().bytes())?,
             Fill::Data(data) => buffer.copy_from_slice(data)?,
         }
         self.synchronize()?;
         self.world
-            .rendezvous
+            .collective
             .barrier(self.rank, "symmetric initialization")?;
         Ok(buffer)
     }
 
-    /// The provider symmetric allocations come from.
+    /// The provider [`symmetric`](Iris::symmetric) allocates from (the world's default).
     pub fn symmetric_provider(&self) -> &dyn SymmetricProvider {
-        &*self.provider
+        self.provider(self.world.provider)
+    }
+
+    /// The provider `kind` of this rank (to ask for the map of an address with
+    /// [`SymmetricProvider::map_of`], or to free a map).
+    pub fn provider(&self, kind: ProviderKind) -> &dyn SymmetricProvider {
+        match kind {
+            ProviderKind::Heap => &self.heap,
+            ProviderKind::Ipc => &self.ipc,
+            ProviderKind::External => &self.external,
+        }
+    }
+
+    /// The default provider of this world.
+    pub fn default_provider(&self) -> ProviderKind {
+        self.world.provider
     }
 
     // ----- synchronization -----------------------------------------------------------
@@ -206,14 +313,23 @@ impl Iris {
     /// Waits for every rank to arrive, without waiting for device work.
     pub fn host_barrier(&self) -> Result<()> {
         let _span = tracing::debug_span!("barrier", rank = self.rank).entered();
-        self.world.rendezvous.barrier(self.rank, "barrier")
+        self.world.collective.barrier(self.rank, "barrier")
     }
 
-    /// Every rank's `value`, by rank (collective).
-    pub fn all_gather<T: Clone + Send + Sync + 'static>(&self, value: T) -> Result<Vec<T>> {
+    /// Every rank's `value`, by rank (collective). Values travel as bytes, so that ranks
+    /// may be processes: any [`Pod`] type, a `Vec` of one, or a `String`.
+    pub fn all_gather<T: Gather>(&self, value: T) -> Result<Vec<T>> {
+        crate::world::all_gather(&*self.world.collective, self.rank, "all_gather", &value)
+    }
+
+    /// Every rank's `bytes` and file descriptors, by rank (collective): descriptors pass
+    /// between processes with `SCM_RIGHTS` (each rank receives its own copies; ranks as
+    /// threads share them). For exchanging what another system needs, for example
+    /// exported memory to adopt with [`adopt_external`](Iris::adopt_external).
+    pub fn all_gather_fds(&self, bytes: &[u8], fds: Vec<OwnedFd>) -> Result<Vec<Contribution>> {
         self.world
-            .rendezvous
-            .all_gather(self.rank, "all_gather", value)
+            .collective
+            .exchange(self.rank, "all_gather_fds", bytes.to_vec(), fds)
     }
 
     // ----- events --------------------------------------------------------------------
@@ -252,17 +368,18 @@ impl Iris {
         config: LaunchConfig,
         mut args: KernelArgs,
     ) -> Result<()> {
-        let _span = tracing::debug_span!(
-            "launch",
+        // The hot path: no span, no lock, no allocation (for up to 32 slots) once the
+        // unit is loaded; a trace-level event when enabled.
+        tracing::trace!(
             unit = unit.id,
             kernel,
             rank = self.rank,
             grid = ?config.grid,
             block = ?config.block,
-        )
-        .entered();
+            "launch"
+        );
         validate(unit, kernel, &config, &args, self.device.info(), self.id)?;
-        let module = self.device.module(unit)?;
+        let module = self.device.module_ref(unit)?;
         let mut slots = args.slot_pointers();
         let dims = LaunchDims {
             grid: config.grid,
@@ -344,12 +461,18 @@ impl Iris {
         }
     }
 
-    pub(crate) fn free_symmetric(&self, map: &SymmetricAddressMap) -> Result<()> {
+    pub(crate) fn free_symmetric(
+        &self,
+        provider: ProviderKind,
+        map: &SymmetricAddressMap,
+    ) -> Result<()> {
         if let Err(err) = self.synchronize() {
             self.world.mark_leak();
             return Err(err);
         }
-        self.provider.free(map).map_err(|e| e.on_rank(self.rank))
+        self.provider(provider)
+            .free(map)
+            .map_err(|e| e.on_rank(self.rank))
     }
 }
 

@@ -287,6 +287,45 @@ pub enum Error {
         message: String,
     },
 
+    /// A backend asked for something it does not implement (for example exportable
+    /// memory on a backend without inter-process memory support).
+    #[error("the {backend} backend does not support {what}")]
+    Unsupported {
+        /// The backend.
+        backend: BackendKind,
+        /// What it was asked for.
+        what: &'static str,
+    },
+
+    /// Two processes of one job claim the same rank.
+    #[error("two processes claim rank {rank}: {details}")]
+    RankConflict {
+        /// The rank claimed twice.
+        rank: usize,
+        /// Who claims it.
+        details: String,
+    },
+
+    /// A rendezvous message that cannot be decoded, or that breaks the protocol.
+    #[error("malformed rendezvous message ({what}): {reason}")]
+    Protocol {
+        /// Which message.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A provider asked about memory it did not allocate.
+    #[error(
+        "the {provider} provider did not allocate device address {addr:#x}: a symmetric map exists only for memory its provider allocated (deriving one on demand would be a collective call the other ranks never make)"
+    )]
+    NotSymmetric {
+        /// The provider asked.
+        provider: &'static str,
+        /// The address asked about.
+        addr: u64,
+    },
+
     /// An operating-system call failed.
     #[error("{what}: {source}")]
     Io {

@@ -1,10 +1,13 @@
 //! The iris runtime: backends (CUDA, HIP, CPU), modules, launch, memory, symmetric memory
 //! and ranks.
 //!
-//! A program runs ranks with [`World::threads`]; each rank gets an [`Iris`] context with
-//! which it allocates [`Buffer`]s and [`SymmetricBuffer`]s and launches kernels (through
-//! the typed `launch` function `#[iris::kernel]` generates, which builds [`KernelArgs`]
-//! and calls [`Iris::launch`]).
+//! A program runs ranks with [`World::threads`] (ranks as threads of one process) or
+//! [`World::from_env`] (this process as one rank of a job started by `iris-run -n N`,
+//! torchrun, Open MPI or Slurm); each rank gets an [`Iris`] context with which it
+//! allocates [`Buffer`]s and [`SymmetricBuffer`]s (from the heap, per-allocation IPC, or
+//! adopted external memory: [`ProviderKind`]) and launches kernels (through the typed
+//! `launch` function `#[iris::kernel]` generates, which builds [`KernelArgs`] and calls
+//! [`Iris::launch`]). The [`launcher`] module is the logic of the `iris-run` binary.
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -13,6 +16,7 @@ mod context;
 pub mod error;
 mod event;
 pub mod launch;
+pub mod launcher;
 pub mod memory;
 pub mod module;
 pub mod symmetric;
@@ -25,5 +29,5 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
-pub use symmetric::{SymmetricAddressMap, SymmetricBuffer, SymmetricProvider};
+pub use symmetric::{ProviderKind, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider};
 pub use world::World;

@@ -171,6 +171,9 @@ fn modules_load_once_per_unit_and_device() {
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(cache.len(), 1);
     assert_eq!(a.target(), iris_host::backend::cpu::HOST_TRIPLE);
+    // the launch path borrows the same module from the lock-free table
+    let borrowed = cache.get_or_load_ref(&*device, unit()).unwrap();
+    assert!(std::ptr::addr_eq(&*borrowed, Arc::as_ptr(&a)));
     // concurrent first use still loads once
     let cache = ModuleCache::new();
     let modules: Vec<_> = std::thread::scope(|s| {
@@ -181,6 +184,28 @@ fn modules_load_once_per_unit_and_device() {
     });
     assert!(modules.iter().all(|m| Arc::ptr_eq(m, &modules[0])));
     assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn units_beyond_the_lock_free_table_still_load_once() {
+    let backend = backend::open(BackendKind::Cpu).unwrap();
+    let device = backend.device(0).unwrap();
+    let cache = ModuleCache::new();
+    // more units than the table publishes: the later ones are found through the map
+    let units: Vec<&'static iris_device::abi::KernelUnit> =
+        (0..40).map(|_| &*Box::leak(Box::new(*unit()))).collect();
+    for round in 0..2 {
+        for (i, &u) in units.iter().enumerate() {
+            let shared = cache.get_or_load(&*device, u).unwrap();
+            let borrowed = cache.get_or_load_ref(&*device, u).unwrap();
+            assert!(
+                std::ptr::addr_eq(&*borrowed, Arc::as_ptr(&shared)),
+                "unit {i}, round {round}"
+            );
+            assert!(std::ptr::eq(borrowed.unit(), u));
+        }
+    }
+    assert_eq!(cache.len(), units.len());
 }
 
 #[test]

@@ -1,14 +1,20 @@
 //! Ranks as threads on CUDA devices, through the whole runtime (World, symmetric heap,
 //! KernelArgs, Iris::launch), with a hand-written PTX all-gather: every rank stores its
 //! input into every peer's copy of a symmetric buffer by translate-then-store. Also the
-//! host time of a typed launch. Without a CUDA driver every test prints why it is skipped
+//! host time of a typed launch against `Device::launch` and a raw `cuLaunchKernel` of the
+//! same kernel with the same arguments. Without a CUDA driver every test prints why it is skipped
 //! and passes, unless `IRIS_REQUIRE_GPU` is set, which makes that a failure.
 
+use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::sys;
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
-use iris_host::backend::{cuda, BackendKind};
-use iris_host::{AsDevicePtr, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World};
+use iris_host::backend::cuda::{self, CudaModule, CudaStream};
+use iris_host::backend::{BackendKind, LaunchDims};
+use iris_host::{
+    AsDevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World,
+};
 
 /// `all_gather(input, out: Symmetric<f32>, n, me, world)`: for `i < n`, every peer's
 /// `out[me * n + i] = input[i]`. Emitted by LLVM's NVPTX back end for sm_80.
@@ -189,41 +195,118 @@ fn all_gather_at_1_2_4_8_ranks() {
     }
 }
 
+fn percentile_us(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e6
+}
+
+/// Host time per call of the same launch (the all-gather kernel, 7 slots, 1 block of 32
+/// threads) three ways, in interleaved batches on one thread: the typed launcher
+/// (`KernelArgs` built + `Iris::launch`), `Device::launch` with prepared slots, and a raw
+/// `cuLaunchKernel` with prepared parameters.
 #[test]
 fn typed_launch_overhead() {
     if !cuda_present() {
         return;
     }
     let (batch, rounds) = (500, 20);
-    let mut samples = world(1)
+    let [mut typed, mut device, mut raw] = world(1)
         .run(|iris| {
             let n = 32u64;
             let local = iris.from_slice(&[1.0f32; 32])?;
             let out = iris.symmetric_zeros::<f32>(32)?;
             let config = LaunchConfig::linear(1, 32);
-            let mut samples = Vec::with_capacity(batch * rounds);
+
+            // The same kernel on the same device (and primary context), outside the runtime.
+            let dev = cuda::open()?.device(iris.device_info().ordinal)?;
+            let stream = dev.create_stream()?;
+            let module = dev.load_module(&UNIT)?;
+            let function = module
+                .as_any()
+                .downcast_ref::<CudaModule>()
+                .ok_or_else(|| Error::InvalidConfig("not a CUDA module".into()))?
+                .function(0)?;
+            let raw_stream = stream
+                .as_any()
+                .downcast_ref::<CudaStream>()
+                .ok_or_else(|| Error::InvalidConfig("not a CUDA stream".into()))?
+                .raw();
+            let map = out.map();
+            let mut words = [local.addr(), map.base(), map.base(), map.table(), n, 0, 1];
+            let mut slots: Vec<*mut c_void> =
+                words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+            let dims = LaunchDims {
+                grid: [1, 1, 1],
+                block: [32, 1, 1],
+                dynamic_shared_bytes: 0,
+            };
+
+            let mut samples: [Vec<Duration>; 3] = Default::default();
             for round in 0..rounds + 2 {
-                for _ in 0..batch {
-                    let t = Instant::now();
-                    all_gather(iris, config, &local, &out, n, 0, 1)?;
-                    if round >= 2 {
-                        samples.push(t.elapsed());
+                for (which, times) in samples.iter_mut().enumerate() {
+                    for _ in 0..batch {
+                        let t = Instant::now();
+                        match which {
+                            0 => all_gather(iris, config, &local, &out, n, 0, 1)?,
+                            // SAFETY: the slots match the kernel's parameters and point at
+                            // memory that outlives the launches (synchronized below).
+                            1 => unsafe { dev.launch(&*stream, &*module, 0, dims, &mut slots)? },
+                            _ => {
+                                // SAFETY: as above, with the function and stream of `dev`.
+                                let r = unsafe {
+                                    sys::cuLaunchKernel(
+                                        function,
+                                        1,
+                                        1,
+                                        1,
+                                        32,
+                                        1,
+                                        1,
+                                        0,
+                                        raw_stream,
+                                        slots.as_mut_ptr(),
+                                        std::ptr::null_mut(),
+                                    )
+                                };
+                                assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "cuLaunchKernel");
+                            }
+                        }
+                        if round >= 2 {
+                            times.push(t.elapsed());
+                        }
                     }
+                    iris.synchronize()?;
+                    stream.synchronize(Duration::from_secs(60))?;
                 }
-                iris.synchronize()?;
             }
             assert!(out.to_vec()?.iter().all(|&v| v == 1.0));
             Ok(samples)
         })
-        .unwrap_or_else(|e| panic!("typed launches: {e}"))
+        .unwrap_or_else(|e| panic!("launches: {e}"))
         .remove(0);
-    samples.sort_unstable();
-    let at =
-        |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e6;
+    let count = typed.len();
+    let (t50, t90) = (
+        percentile_us(&mut typed, 0.5),
+        percentile_us(&mut typed, 0.9),
+    );
+    let (d50, d90) = (
+        percentile_us(&mut device, 0.5),
+        percentile_us(&mut device, 0.9),
+    );
+    let (r50, r90) = (percentile_us(&mut raw, 0.5), percentile_us(&mut raw, 0.9));
     eprintln!(
-        "typed launch (KernelArgs built + Iris::launch), host time per call over {} launches: median {:.3} us, p90 {:.3} us",
-        samples.len(),
-        at(0.5),
-        at(0.9)
+        "launch overhead, host time per call over {count} launches each (all_gather, 7 slots, 1 block of 32 threads):"
+    );
+    eprintln!("  typed launch (KernelArgs + Iris::launch)  median {t50:.3} us  p90 {t90:.3} us");
+    eprintln!("  Device::launch                            median {d50:.3} us  p90 {d90:.3} us");
+    eprintln!("  raw cuLaunchKernel                        median {r50:.3} us  p90 {r90:.3} us");
+    eprintln!(
+        "  typed over raw                            median {:+.3} us",
+        t50 - r50
+    );
+    assert!(
+        t50 - r50 < 1.0,
+        "a typed launch costs {:.3} us more than a raw cuLaunchKernel (the bound is 1 us)",
+        t50 - r50
     );
 }

@@ -18,10 +18,21 @@
 //!   for runtime failures), never panics;
 //! - every wait takes a timeout and returns [`Error::Timeout`]
 //!   when it expires.
+//!
+//! Memory shared between processes (ranks as processes) goes through four methods with
+//! default implementations that return [`Error::Unsupported`], so a backend without it
+//! still compiles and runs ranks as threads: [`Device::alloc_exportable`],
+//! [`Device::export_fd`], [`Device::import_fd`] and [`Device::free_shared`]. The CPU
+//! backend implements them with a memfd mapped `MAP_SHARED`; a GPU backend implements
+//! them with its virtual-memory API (CUDA: `cuMemCreate` with POSIX file-descriptor
+//! handles, `cuMemExportToShareableHandle`, `cuMemImportFromShareableHandle`,
+//! `cuMemAddressReserve` + `cuMemMap` + `cuMemSetAccess`; HIP: `hipMemCreate` with
+//! fine-grained memory for [`MemoryKind::Symmetric`], and the same sequence).
 
 use core::ffi::c_void;
 use std::any::Any;
 use std::fmt;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -230,6 +241,72 @@ pub trait Device: Send + Sync {
         dims: LaunchDims,
         args: &mut [*mut c_void],
     ) -> Result<()>;
+
+    /// Allocates `bytes` (> 0) of device memory that other processes can map: its
+    /// descriptor comes from [`export_fd`](Device::export_fd), and peers map it with
+    /// [`import_fd`](Device::import_fd). The backend may round the size up to its
+    /// granularity; importers pass the same `bytes` and round the same way. Released with
+    /// [`free_shared`](Device::free_shared), never [`free`](Device::free). The contents
+    /// are unspecified. Copies, sets and kernels accept the range like any allocation.
+    ///
+    /// The default returns [`Error::Unsupported`].
+    fn alloc_exportable(&self, bytes: usize, kind: MemoryKind) -> Result<u64> {
+        let _ = (bytes, kind);
+        Err(unsupported(
+            self.info().backend,
+            "exportable memory (alloc_exportable)",
+        ))
+    }
+
+    /// A new file descriptor for the allocation that starts at `addr` (made by
+    /// [`alloc_exportable`](Device::alloc_exportable) on this device), to pass to another
+    /// process (with `SCM_RIGHTS`). The caller owns the descriptor; the allocation stays
+    /// valid whether or not the descriptor is still open.
+    ///
+    /// The default returns [`Error::Unsupported`].
+    fn export_fd(&self, addr: u64) -> Result<OwnedFd> {
+        let _ = addr;
+        Err(unsupported(
+            self.info().backend,
+            "exporting memory (export_fd)",
+        ))
+    }
+
+    /// Maps memory another process (or this one) exported as `fd`, `bytes` long (the
+    /// exporter's `bytes`), into this device's address space, readable and writable by
+    /// this device's kernels and by copies; returns its device address. The descriptor is
+    /// only borrowed: the caller may close it afterwards. The mapping keeps the memory
+    /// alive until [`free_shared`](Device::free_shared), even after the exporter frees it.
+    ///
+    /// The default returns [`Error::Unsupported`].
+    fn import_fd(&self, fd: BorrowedFd<'_>, bytes: usize, kind: MemoryKind) -> Result<u64> {
+        let _ = (fd, bytes, kind);
+        Err(unsupported(
+            self.info().backend,
+            "importing memory (import_fd)",
+        ))
+    }
+
+    /// Unmaps and releases memory made by [`alloc_exportable`](Device::alloc_exportable)
+    /// or mapped by [`import_fd`](Device::import_fd), given the address either returned.
+    ///
+    /// # Safety
+    /// `addr` is not used afterwards, by any stream of any device of this process.
+    ///
+    /// The default returns [`Error::Unsupported`].
+    unsafe fn free_shared(&self, addr: u64) -> Result<()> {
+        let _ = addr;
+        Err(unsupported(
+            self.info().backend,
+            "releasing shared memory (free_shared)",
+        ))
+    }
+
+    /// Whether [`alloc_exportable`](Device::alloc_exportable) and the other shared-memory
+    /// methods are implemented (the default says no).
+    fn supports_shared_memory(&self) -> bool {
+        false
+    }
 }
 
 /// An ordered queue of work on one device.
@@ -324,6 +401,11 @@ pub fn select_code_object(
             device_target: device_target.to_string(),
             available: unit.target_names(),
         })
+}
+
+/// The error a default shared-memory method of [`Device`] returns.
+fn unsupported(backend: BackendKind, what: &'static str) -> Error {
+    Error::Unsupported { backend, what }
 }
 
 /// Downcasts a backend object to the concrete type of the backend that must own it.

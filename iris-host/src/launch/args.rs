@@ -1,14 +1,26 @@
 //! `KernelArgs`: the argument slots of one launch, built by the typed launcher the
 //! kernel macro generates.
+//!
+//! Launching is on the hot path, so the slots live inline (no allocation for kernels of up
+//! to [`INLINE_SLOTS`] slots) and each slot is checked against the kernel's parameter as it
+//! is bound: the launch then only compares the slot count and reports the first mismatch
+//! found, if any.
 
 use core::ffi::c_void;
 
-use iris_device::abi::KernelUnit;
+use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
+use smallvec::SmallVec;
 
 use crate::context::Iris;
 use crate::error::{Error, Result};
 use crate::memory::{AsDevicePtr, Pod};
 use crate::symmetric::SymmetricBuffer;
+
+/// Slots (and 16-byte chunks of slot storage) held without allocating.
+pub(crate) const INLINE_SLOTS: usize = 32;
+
+/// One pointer per slot, as `cuLaunchKernel` and the other backends take them.
+pub(crate) type SlotPointers = SmallVec<[*mut c_void; INLINE_SLOTS]>;
 
 /// What produced a slot, for validation against the kernel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,12 +33,17 @@ pub(crate) enum SlotKind {
     Symmetric(u8),
 }
 
+/// The first slot bound where the kernel's parameter takes something else.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Slot {
-    pub offset: usize,
+pub(crate) struct Mismatch {
+    /// The parameter's index in the kernel's spec.
+    pub param: usize,
+    /// What was bound.
+    pub got: SlotKind,
+    /// Bytes of what was bound.
     pub size: usize,
+    /// Alignment of what was bound.
     pub align: usize,
-    pub kind: SlotKind,
 }
 
 /// The arguments of one launch of kernel `kernel` of a unit: one slot per pointer or
@@ -43,10 +60,18 @@ pub(crate) struct Slot {
 pub struct KernelArgs {
     unit: &'static KernelUnit,
     kernel: usize,
+    /// The kernel's spec, when `kernel` is an index of the unit.
+    spec: Option<&'static KernelSpec>,
     context: Option<u64>,
     /// 16-byte-aligned slot storage.
-    data: Vec<u128>,
-    slots: Vec<Slot>,
+    data: SmallVec<[u128; INLINE_SLOTS]>,
+    /// Byte offset of each slot in `data`.
+    offsets: SmallVec<[u32; INLINE_SLOTS]>,
+    /// The parameter the next slot binds, and which of its slots it is.
+    next_param: usize,
+    next_part: usize,
+    /// The first slot that does not fit its parameter.
+    mismatch: Option<Mismatch>,
     /// The first problem found while binding a value, reported at launch.
     deferred: Option<String>,
 }
@@ -57,9 +82,13 @@ impl KernelArgs {
         Self {
             unit,
             kernel,
+            spec: unit.kernels.get(kernel),
             context: None,
-            data: Vec::new(),
-            slots: Vec::new(),
+            data: SmallVec::new(),
+            offsets: SmallVec::new(),
+            next_param: 0,
+            next_part: 0,
+            mismatch: None,
             deferred: None,
         }
     }
@@ -94,7 +123,7 @@ impl KernelArgs {
     }
 
     /// Binds a by-value parameter (its size and alignment are checked against the kernel's
-    /// spec at launch).
+    /// spec; a mismatch is reported at launch).
     pub fn value<V: Pod>(&mut self, value: V) {
         let align = std::mem::align_of::<V>();
         if align > 16 {
@@ -102,7 +131,7 @@ impl KernelArgs {
                 format!(
                     "value {} (slot {}) is {align}-byte aligned; slots are at most 16-byte aligned",
                     std::any::type_name::<V>(),
-                    self.slots.len()
+                    self.offsets.len()
                 )
             });
         }
@@ -122,11 +151,7 @@ impl KernelArgs {
 
     /// How many slots are bound.
     pub fn slot_count(&self) -> usize {
-        self.slots.len()
-    }
-
-    pub(crate) fn slots(&self) -> &[Slot] {
-        &self.slots
+        self.offsets.len()
     }
 
     pub(crate) fn context(&self) -> Option<u64> {
@@ -137,14 +162,19 @@ impl KernelArgs {
         self.deferred.as_deref()
     }
 
+    /// The first slot bound where the kernel's parameter takes something else.
+    pub(crate) fn mismatch(&self) -> Option<Mismatch> {
+        self.mismatch
+    }
+
     /// One pointer per slot, into this argument list's storage (valid while `self` is
     /// neither moved nor changed).
-    pub(crate) fn slot_pointers(&mut self) -> Vec<*mut c_void> {
+    pub(crate) fn slot_pointers(&mut self) -> SlotPointers {
         let base = self.data.as_mut_ptr().cast::<u8>();
-        self.slots
+        self.offsets
             .iter()
-            // SAFETY: every slot lies inside `data`.
-            .map(|s| unsafe { base.add(s.offset) }.cast::<c_void>())
+            // SAFETY: every offset lies inside `data`.
+            .map(|&offset| unsafe { base.add(offset as usize) }.cast::<c_void>())
             .collect()
     }
 
@@ -165,24 +195,186 @@ impl KernelArgs {
     }
 
     pub(crate) fn kernel_name(&self) -> String {
-        match self.unit.kernels.get(self.kernel) {
+        match self.spec {
             Some(spec) => spec.name.to_string(),
             None => format!("{}#{}", self.unit.id, self.kernel),
         }
     }
 
+    #[inline]
     fn push(&mut self, bytes: &[u8], align: usize, kind: SlotKind) {
-        let offset = self.data.len() * 16;
-        let chunks = bytes.len().div_ceil(16).max(1);
-        self.data.resize(self.data.len() + chunks, 0);
-        let base = self.data.as_mut_ptr().cast::<u8>();
-        // SAFETY: `data` has `chunks * 16 >= bytes.len()` bytes at `offset`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(offset), bytes.len()) };
-        self.slots.push(Slot {
-            offset,
-            size: bytes.len(),
-            align,
+        self.check_next(kind, bytes.len(), align);
+        let Ok(offset) = u32::try_from(self.data.len() * 16) else {
+            self.deferred
+                .get_or_insert_with(|| "the arguments take more than 4 GiB".into());
+            return;
+        };
+        // Whole 16-byte chunks, the last one zero-padded (at least one, for a
+        // zero-sized value).
+        let mut pieces = bytes.chunks(16);
+        let first = pieces.next().unwrap_or_default();
+        for piece in std::iter::once(first).chain(pieces) {
+            let mut chunk = [0u8; 16];
+            chunk[..piece.len()].copy_from_slice(piece);
+            self.data.push(u128::from_ne_bytes(chunk));
+        }
+        self.offsets.push(offset);
+    }
+
+    /// Checks the slot being bound against the parameter it binds, keeping the first
+    /// mismatch. Slots past the last parameter are left to the launch's count check.
+    #[inline]
+    fn check_next(&mut self, got: SlotKind, size: usize, align: usize) {
+        let Some(param) = self.spec.and_then(|s| s.params.get(self.next_param)) else {
+            return;
+        };
+        let fits = match param.kind {
+            ParamKind::Value {
+                size: want_size,
+                align: want_align,
+            } => {
+                matches!(got, SlotKind::Value(_))
+                    && size == want_size as usize
+                    && align == want_align as usize
+            }
+            ParamKind::Pointer => got == SlotKind::Pointer,
+            ParamKind::Symmetric => got == SlotKind::Symmetric(self.next_part as u8),
+        };
+        if !fits && self.mismatch.is_none() {
+            self.mismatch = Some(Mismatch {
+                param: self.next_param,
+                got,
+                size,
+                align,
+            });
+        }
+        self.next_part += 1;
+        if self.next_part >= param.kind.slots() {
+            self.next_part = 0;
+            self.next_param += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iris_device::abi::ParamSpec;
+
+    const fn value(size: u32, align: u32) -> ParamSpec {
+        ParamSpec {
+            name: "v",
+            ty: "T",
+            kind: ParamKind::Value { size, align },
+        }
+    }
+
+    const fn param(kind: ParamKind) -> ParamSpec {
+        ParamSpec {
+            name: "p",
+            ty: "T",
             kind,
-        });
+        }
+    }
+
+    fn unit(params: Vec<ParamSpec>) -> &'static KernelUnit {
+        let kernels = vec![KernelSpec {
+            name: "k",
+            params: Box::leak(params.into_boxed_slice()),
+            shared_bytes: 0,
+            uses_block_barrier: false,
+            max_block_threads: 0,
+        }];
+        Box::leak(Box::new(KernelUnit {
+            id: "args_tests",
+            kernels: Box::leak(kernels.into_boxed_slice()),
+            code_objects: &[],
+        }))
+    }
+
+    /// The bytes slot `i` points at.
+    fn read(pointers: &SlotPointers, i: usize, len: usize) -> Vec<u8> {
+        // SAFETY: the test reads no more than the slot's value, while `args` lives.
+        unsafe { std::slice::from_raw_parts(pointers[i].cast::<u8>(), len) }.to_vec()
+    }
+
+    #[test]
+    fn values_of_every_size_are_laid_out_aligned_and_read_back() {
+        let unit = unit(vec![value(1, 1), value(24, 8), value(16, 16), value(8, 8)]);
+        let mut args = KernelArgs::new(unit, 0);
+        args.value(7u8);
+        args.value([1u64, 2, 3]);
+        args.value(u128::MAX - 5);
+        args.value(42u64);
+        assert_eq!(args.slot_count(), 4);
+        assert!(args.mismatch().is_none());
+        let pointers = args.slot_pointers();
+        assert!(pointers.iter().all(|p| p.align_offset(16) == 0));
+        assert_eq!(read(&pointers, 0, 1), [7]);
+        let three: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(read(&pointers, 1, 24), three);
+        assert_eq!(read(&pointers, 2, 16), (u128::MAX - 5).to_ne_bytes());
+        assert_eq!(read(&pointers, 3, 8), 42u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn more_slots_than_fit_inline_spill_to_the_heap() {
+        let count = INLINE_SLOTS + 9;
+        let unit = unit(vec![value(4, 4); count]);
+        let mut args = KernelArgs::new(unit, 0);
+        for i in 0..count as u32 {
+            args.value(i * 3);
+        }
+        assert_eq!(args.slot_count(), count);
+        assert!(args.mismatch().is_none());
+        let pointers = args.slot_pointers();
+        for i in 0..count {
+            assert_eq!(read(&pointers, i, 4), (i as u32 * 3).to_ne_bytes());
+        }
+    }
+
+    #[test]
+    fn the_first_slot_that_does_not_fit_its_parameter_is_kept() {
+        let unit = unit(vec![
+            param(ParamKind::Symmetric),
+            value(8, 8),
+            param(ParamKind::Pointer),
+        ]);
+        // symmetric parts 0 and 1, then a value where part 2 goes
+        let mut args = KernelArgs::new(unit, 0);
+        args.push(&[0; 8], 8, SlotKind::Symmetric(0));
+        args.push(&[0; 8], 8, SlotKind::Symmetric(1));
+        args.value(1u64);
+        args.value(2u32);
+        let m = args.mismatch().map(|m| (m.param, m.got));
+        assert_eq!(m, Some((0, SlotKind::Value("u64"))));
+        // a well-formed list, then a value of the wrong size
+        let mut args = KernelArgs::new(unit, 0);
+        for part in 0..3 {
+            args.push(&[0; 8], 8, SlotKind::Symmetric(part));
+        }
+        args.value(1u32);
+        args.push(&[0; 8], 8, SlotKind::Pointer);
+        let m = args.mismatch().map(|m| (m.param, m.size, m.align));
+        assert_eq!(m, Some((1, 4, 4)));
+        // extra slots are left to the count check
+        let mut args = KernelArgs::new(unit, 0);
+        for part in 0..3 {
+            args.push(&[0; 8], 8, SlotKind::Symmetric(part));
+        }
+        args.value(1u64);
+        args.push(&[0; 8], 8, SlotKind::Pointer);
+        args.value(5u8);
+        assert!(args.mismatch().is_none());
+        assert_eq!(args.slot_count(), 6);
+    }
+
+    #[test]
+    fn arguments_for_a_kernel_the_unit_lacks_are_not_checked_when_bound() {
+        let unit = unit(vec![value(8, 8)]);
+        let mut args = KernelArgs::new(unit, 3);
+        args.value(1u8);
+        assert!(args.mismatch().is_none());
+        assert_eq!(args.kernel_name(), "args_tests#3");
     }
 }

@@ -3,7 +3,7 @@
 
 use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 
-use super::args::{Slot, SlotKind};
+use super::args::SlotKind;
 use super::{KernelArgs, LaunchConfig};
 use crate::backend::DeviceInfo;
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ pub(crate) fn validate(
     if let Some(problem) = args.deferred_error() {
         return Err(invalid_args(problem.to_string()));
     }
-    check_slots(spec, args.slots()).map_err(invalid_args)?;
+    check_slots(spec, args).map_err(invalid_args)?;
     check_dims(spec, config, device).map_err(|reason| Error::InvalidLaunchConfig {
         kernel: spec.name.to_string(),
         reason,
@@ -52,68 +52,37 @@ pub(crate) fn validate(
     Ok(spec)
 }
 
-fn check_slots(spec: &KernelSpec, slots: &[Slot]) -> Result<(), String> {
-    if slots.len() != spec.slot_count() {
+/// The slot count against the spec, then the first slot that did not fit its parameter
+/// (found while the slots were bound).
+fn check_slots(spec: &KernelSpec, args: &KernelArgs) -> Result<(), String> {
+    let bound = args.slot_count();
+    if bound != spec.slot_count() {
         return Err(format!(
-            "{} argument slot(s) bound, the kernel's parameters ({}) take {}",
-            slots.len(),
+            "{bound} argument slot(s) bound, the kernel's parameters ({}) take {}",
             signature(spec),
             spec.slot_count()
         ));
     }
-    let mut next = slots.iter();
-    for (index, param) in spec.params.iter().enumerate() {
-        let describe = || format!("parameter {index} `{}: {}`", param.name, param.ty);
-        match param.kind {
-            ParamKind::Value { size, align } => {
-                let Some(slot) = next.next() else {
-                    return Err(format!("{} is not bound", describe()));
-                };
-                let SlotKind::Value(ty) = slot.kind else {
-                    return Err(format!(
-                        "{} takes a value, got {}",
-                        describe(),
-                        what(slot.kind)
-                    ));
-                };
-                if slot.size != size as usize || slot.align != align as usize {
-                    return Err(format!(
-                        "{} takes a value of {size} bytes (align {align}), got `{ty}` of {} bytes (align {})",
-                        describe(),
-                        slot.size,
-                        slot.align
-                    ));
-                }
-            }
-            ParamKind::Pointer => {
-                let Some(slot) = next.next() else {
-                    return Err(format!("{} is not bound", describe()));
-                };
-                if slot.kind != SlotKind::Pointer {
-                    return Err(format!(
-                        "{} takes a device pointer, got {}",
-                        describe(),
-                        what(slot.kind)
-                    ));
-                }
-            }
-            ParamKind::Symmetric => {
-                for part in 0..3u8 {
-                    let Some(slot) = next.next() else {
-                        return Err(format!("{} is not bound", describe()));
-                    };
-                    if slot.kind != SlotKind::Symmetric(part) {
-                        return Err(format!(
-                            "{} takes a symmetric buffer, got {}",
-                            describe(),
-                            what(slot.kind)
-                        ));
-                    }
-                }
-            }
+    let Some(m) = args.mismatch() else {
+        return Ok(());
+    };
+    let Some(param) = spec.params.get(m.param) else {
+        return Err(format!("parameter {} is not in the kernel's spec", m.param));
+    };
+    let describe = format!("parameter {} `{}: {}`", m.param, param.name, param.ty);
+    Err(match (param.kind, m.got) {
+        (ParamKind::Value { size, align }, SlotKind::Value(ty)) => format!(
+            "{describe} takes a value of {size} bytes (align {align}), got `{ty}` of {} bytes (align {})",
+            m.size, m.align
+        ),
+        (ParamKind::Value { .. }, got) => format!("{describe} takes a value, got {}", what(got)),
+        (ParamKind::Pointer, got) => {
+            format!("{describe} takes a device pointer, got {}", what(got))
         }
-    }
-    Ok(())
+        (ParamKind::Symmetric, got) => {
+            format!("{describe} takes a symmetric buffer, got {}", what(got))
+        }
+    })
 }
 
 fn check_dims(spec: &KernelSpec, config: &LaunchConfig, device: &DeviceInfo) -> Result<(), String> {

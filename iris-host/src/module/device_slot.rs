@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use iris_device::abi::KernelUnit;
 
-use super::ModuleCache;
+use super::{ModuleCache, ModuleRef};
 use crate::backend::{Device, DeviceInfo, Module};
 use crate::error::Result;
 
@@ -36,6 +36,13 @@ impl DeviceSlot {
     /// The module of `unit` on this device, loaded on first use.
     pub fn module(&self, unit: &'static KernelUnit) -> Result<Arc<dyn Module>> {
         self.modules.get_or_load(&*self.device, unit)
+    }
+
+    /// The module of `unit` on this device, loaded on first use, borrowed without locking
+    /// once loaded (the launch path).
+    #[inline]
+    pub fn module_ref(&self, unit: &'static KernelUnit) -> Result<ModuleRef<'_>> {
+        self.modules.get_or_load_ref(&*self.device, unit)
     }
 
     /// The cache of loaded modules.

@@ -3,5 +3,5 @@
 mod cache;
 mod device_slot;
 
-pub use cache::ModuleCache;
+pub use cache::{ModuleCache, ModuleRef};
 pub use device_slot::DeviceSlot;

@@ -22,9 +22,10 @@ pub struct SymmetricAddressMap {
 
 impl SymmetricAddressMap {
     /// A map, after checking its invariants: the table has one entry per rank of the
-    /// world, the local rank is one of them, `peer_bases[local_rank] == base`, no base is
-    /// null, the table's device address is not null, the reachable mask is over the same
-    /// world and contains the local rank.
+    /// world, the local rank is one of them, `peer_bases[local_rank] == base`, the
+    /// reachable mask is over the same world and contains the local rank, no reachable
+    /// rank's base is null (an unreachable rank's may be: it could not be mapped), the
+    /// table's device address is not null.
     ///
     /// `peer_bases` is the host copy of the table whose device copy is at `table`.
     pub fn new(
@@ -54,12 +55,6 @@ impl SymmetricAddressMap {
                 peer_bases[local_rank]
             ));
         }
-        if let Some(r) = peer_bases.iter().position(|&b| b == 0) {
-            return bad(format!("table[{r}] is null"));
-        }
-        if table == 0 {
-            return bad("the table's device address is null".into());
-        }
         if reachable.world_size() != world_size {
             return bad(format!(
                 "the reachable mask is over {} ranks but the world has {world_size}",
@@ -68,6 +63,12 @@ impl SymmetricAddressMap {
         }
         if !reachable.contains(local_rank) {
             return bad(format!("rank {local_rank} cannot reach its own copy"));
+        }
+        if let Some(r) = (0..world_size).find(|&r| reachable.contains(r) && peer_bases[r] == 0) {
+            return bad(format!("table[{r}] is null"));
+        }
+        if table == 0 {
+            return bad("the table's device address is null".into());
         }
         Ok(Self {
             local_rank,
@@ -189,6 +190,13 @@ mod tests {
             "local rank outside"
         );
         assert!(map(0, 2, vec![0x1000, 0]).is_err(), "null peer base");
+        let unreachable = PeerMask::from_fn(2, |r| r == 0);
+        let m = SymmetricAddressMap::new(0, 2, 0x1000, 8, vec![0x1000, 0], 1, unreachable);
+        assert_eq!(
+            m.unwrap().reachable().missing(),
+            vec![1],
+            "an unmapped peer is marked"
+        );
         let t = vec![0x1000, 0x2000];
         assert!(SymmetricAddressMap::new(0, 2, 0x1000, 8, t.clone(), 0, PeerMask::all(2)).is_err());
         assert!(SymmetricAddressMap::new(0, 2, 0x1000, 8, t.clone(), 1, PeerMask::all(3)).is_err());

@@ -1,7 +1,10 @@
 //! The heap provider: one device allocation per rank (its heap), sub-allocated by a
 //! [`HeapAllocator`] that every rank drives with the same calls in the same order, so an
-//! allocation sits at the same offset in every rank's heap.
+//! allocation sits at the same offset in every rank's heap. Ranks as threads share their
+//! heaps' addresses; ranks as processes export their heap once when the world starts,
+//! and every rank maps every other rank's.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,24 +15,81 @@ use crate::backend::{MemoryKind, Stream};
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::sync::lock;
-use crate::world::Rendezvous;
+use crate::world::{Collective, Reader, Writer};
 
-/// One rank's heap: where it is, on which device.
+/// One rank's heap as this process sees it: where it is mapped, on which device.
 #[derive(Clone, Debug)]
 pub struct RankHeap {
-    /// The device it is allocated on.
+    /// The device it is mapped on (for ranks as processes: this process's device).
     pub device: Arc<DeviceSlot>,
-    /// Device address of its first byte.
+    /// Device address of its first byte in this process; 0 when it could not be mapped
+    /// (the rank is then unreachable).
     pub base: u64,
     /// Its size.
     pub bytes: usize,
 }
 
 /// What one rank proposes in the collective allocation step.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Proposal {
-    request: AllocationRequest,
+    bytes: usize,
+    align: usize,
+    type_name: String,
     offset: Result<usize, HeapError>,
+}
+
+impl Proposal {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.usize(self.bytes).usize(self.align).str(&self.type_name);
+        match &self.offset {
+            Ok(offset) => w.u8(0).usize(*offset),
+            Err(HeapError::Exhausted {
+                requested,
+                free,
+                largest,
+                heap,
+            }) => w
+                .u8(1)
+                .usize(*requested)
+                .usize(*free)
+                .usize(*largest)
+                .usize(*heap),
+            Err(HeapError::BadAlignment(align)) => w.u8(2).usize(*align),
+            Err(HeapError::InvalidFree { offset, .. }) => w.u8(3).usize(*offset),
+        };
+        w.finish()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Proposal> {
+        let mut r = Reader::new("symmetric allocation proposal", bytes);
+        let (bytes, align, type_name) = (r.usize()?, r.usize()?, r.string()?);
+        let offset = match r.u8()? {
+            0 => Ok(r.usize()?),
+            1 => Err(HeapError::Exhausted {
+                requested: r.usize()?,
+                free: r.usize()?,
+                largest: r.usize()?,
+                heap: r.usize()?,
+            }),
+            2 => Err(HeapError::BadAlignment(r.usize()?)),
+            _ => Err(HeapError::InvalidFree {
+                offset: r.usize()?,
+                reason: "not a live range",
+            }),
+        };
+        r.end()?;
+        Ok(Proposal {
+            bytes,
+            align,
+            type_name,
+            offset,
+        })
+    }
+
+    fn same_request(&self, other: &Proposal) -> bool {
+        (self.bytes, self.align, &self.type_name) == (other.bytes, other.align, &other.type_name)
+    }
 }
 
 /// Symmetric memory from one heap per rank.
@@ -37,42 +97,50 @@ pub struct HeapProvider {
     rank: usize,
     heaps: Arc<[RankHeap]>,
     reachable: PeerMask,
-    rendezvous: Arc<Rendezvous>,
+    collective: Arc<dyn Collective>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
     allocator: Mutex<HeapAllocator>,
+    /// The maps handed out, by offset.
+    live: Mutex<BTreeMap<usize, SymmetricAddressMap>>,
 }
 
 impl HeapProvider {
-    /// The provider of rank `rank`, given every rank's heap (`heaps[rank]` is its own),
-    /// the peers its device can reach, the world's rendezvous and the rank's stream.
+    /// The provider of rank `rank`, given every rank's heap as mapped in this process
+    /// (`heaps[rank]` is its own), the peers its device can reach, the world's collective
+    /// and the rank's stream.
     pub fn new(
         rank: usize,
         heaps: Arc<[RankHeap]>,
         reachable: PeerMask,
-        rendezvous: Arc<Rendezvous>,
+        collective: Arc<dyn Collective>,
         stream: Arc<dyn Stream>,
     ) -> Result<Self> {
         let own = heaps.get(rank).ok_or_else(|| {
             Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))
         })?;
-        if heaps.len() != rendezvous.size() {
+        if heaps.len() != collective.size() {
             return Err(Error::InvalidConfig(format!(
                 "{} heaps for a world of {} ranks",
                 heaps.len(),
-                rendezvous.size()
+                collective.size()
             )));
         }
         let allocator = Mutex::new(HeapAllocator::new(own.bytes));
-        let timeout = rendezvous.timeout();
+        let timeout = collective.timeout();
+        // A heap that could not be mapped is unreachable.
+        let reachable = PeerMask::from_fn(heaps.len(), |r| {
+            reachable.contains(r) && heaps.get(r).is_some_and(|h| h.base != 0)
+        });
         Ok(Self {
             rank,
             heaps,
             reachable,
-            rendezvous,
+            collective,
             stream,
             timeout,
             allocator,
+            live: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -119,20 +187,22 @@ impl HeapProvider {
     /// allocation on any disagreement.
     fn agree(&self, request: &AllocationRequest) -> Result<usize> {
         let offset = lock(&self.allocator).alloc(request.bytes, request.align);
-        let proposals = self.rendezvous.all_gather(
-            self.rank,
-            "symmetric allocation",
-            Proposal {
-                request: *request,
-                offset: offset.clone(),
-            },
-        );
+        let mine = Proposal {
+            bytes: request.bytes,
+            align: request.align,
+            type_name: request.type_name.to_string(),
+            offset: offset.clone(),
+        };
+        let proposals = self
+            .collective
+            .exchange(self.rank, "symmetric allocation", mine.encode(), Vec::new())
+            .and_then(|all| all.iter().map(|c| Proposal::decode(&c.bytes)).collect());
         let undo = || {
             if let Ok(off) = offset {
                 let _ = lock(&self.allocator).free(off);
             }
         };
-        let proposals = match proposals {
+        let proposals: Vec<Proposal> = match proposals {
             Ok(p) => p,
             Err(err) => {
                 undo();
@@ -184,15 +254,17 @@ impl Disagreement {
 }
 
 fn check_proposals(proposals: &[Proposal]) -> Result<(), Disagreement> {
-    let first = &proposals[0];
-    if proposals.iter().any(|p| p.request != first.request) {
+    let Some(first) = proposals.first() else {
+        return Ok(());
+    };
+    if proposals.iter().any(|p| !p.same_request(first)) {
         let asked: Vec<String> = proposals
             .iter()
             .enumerate()
             .map(|(r, p)| {
                 format!(
                     "rank {r} asked for {} bytes of {} (align {})",
-                    p.request.bytes, p.request.type_name, p.request.align
+                    p.bytes, p.type_name, p.align
                 )
             })
             .collect();
@@ -239,7 +311,17 @@ impl SymmetricProvider for HeapProvider {
         let release = || {
             let _ = lock(&self.allocator).free(offset);
         };
-        let bases: Vec<u64> = self.heaps.iter().map(|h| h.base + offset as u64).collect();
+        let bases: Vec<u64> = self
+            .heaps
+            .iter()
+            .map(|h| {
+                if h.base == 0 {
+                    0
+                } else {
+                    h.base + offset as u64
+                }
+            })
+            .collect();
         let table = match self.upload_table(&bases) {
             Ok(t) => t,
             Err(err) => {
@@ -257,11 +339,33 @@ impl SymmetricProvider for HeapProvider {
             table,
             self.reachable.clone(),
         )
+        .inspect(|map| {
+            lock(&self.live).insert(offset, map.clone());
+        })
         .inspect_err(|_| {
             release();
             // SAFETY: the table was never handed out.
             let _ = unsafe { self.own().device.device().free(table) };
         })
+    }
+
+    fn map_of(&self, addr: u64) -> Result<SymmetricAddressMap> {
+        let own = self.own();
+        let not_ours = || Error::NotSymmetric {
+            provider: "heap",
+            addr,
+        };
+        let offset = addr
+            .checked_sub(own.base)
+            .filter(|&o| o < own.bytes as u64)
+            .ok_or_else(not_ours)? as usize;
+        let live = lock(&self.live);
+        let (_, map) = live.range(..=offset).next_back().ok_or_else(not_ours)?;
+        if addr < map.base() + map.bytes().max(1) as u64 {
+            Ok(map.clone())
+        } else {
+            Err(not_ours())
+        }
     }
 
     fn free(&self, map: &SymmetricAddressMap) -> Result<()> {
@@ -279,11 +383,22 @@ impl SymmetricProvider for HeapProvider {
                     map.local_rank()
                 ),
             })? as usize;
+        if lock(&self.live)
+            .get(&offset)
+            .is_some_and(|live| live.table() != map.table())
+        {
+            return Err(Error::InvalidFree {
+                rank: self.rank,
+                offset,
+                reason: "the map's table is not the one this provider handed out for that offset (a map of another allocation)".into(),
+            });
+        }
         // Queued kernels may still read the table or the range.
         self.stream.synchronize(self.timeout)?;
         lock(&self.allocator)
             .free(offset)
             .map_err(|e| self.heap_error(self.rank, &e))?;
+        lock(&self.live).remove(&offset);
         // SAFETY: the table belongs to this allocation, whose work has finished.
         unsafe { own.device.device().free(map.table()) }
     }

@@ -1,16 +1,22 @@
 //! Symmetric memory: allocations every rank holds a copy of, each with a table of every
-//! rank's copy, from a [`SymmetricProvider`] (first: one heap per rank, sub-allocated).
+//! rank's copy, from a [`SymmetricProvider`]: one heap per rank sub-allocated
+//! ([`HeapProvider`]), one exported allocation each ([`IpcProvider`]), or memory another
+//! system set up ([`ExternalProvider`]). [`ProviderKind`] names them.
 
 mod address_map;
 mod buffer;
+mod external_provider;
 mod heap_allocator;
 mod heap_provider;
+mod ipc_provider;
 mod peer_mask;
 mod provider;
 
 pub use address_map::SymmetricAddressMap;
 pub use buffer::SymmetricBuffer;
+pub use external_provider::ExternalProvider;
 pub use heap_allocator::{HeapAllocator, HeapError, HEAP_ALIGN};
 pub use heap_provider::{HeapProvider, RankHeap};
+pub use ipc_provider::IpcProvider;
 pub use peer_mask::PeerMask;
-pub use provider::{AllocationRequest, SymmetricProvider};
+pub use provider::{AllocationRequest, ProviderKind, SymmetricProvider};

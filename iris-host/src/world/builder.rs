@@ -1,25 +1,46 @@
-//! `World`: run a closure as every rank of a world of threads.
+//! `World`: run a closure as every rank of a world, the ranks being threads of this
+//! process or processes of one node (one rank each).
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::WorldShared;
+use super::shared::{release_heaps, SharedHeap, WorldLayout};
+use super::{rank_env_from_process, Collective, RankEnv, Rendezvous, WorldShared};
 use crate::backend::{self, Backend, BackendKind, MemoryKind};
 use crate::config::timeout_from_env;
 use crate::context::Iris;
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
-use crate::symmetric::{PeerMask, RankHeap};
+use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
 
 /// Bytes of each rank's symmetric heap unless [`World::heap_bytes`] says otherwise.
 pub const DEFAULT_HEAP_BYTES: usize = 256 << 20;
 
-/// A world of ranks that run as threads of this process, spread over the devices of one
-/// backend (rank `r` on device `r % device_count`; several ranks may share a device).
+/// How the ranks of a world run.
+#[derive(Clone, Debug)]
+enum Ranks {
+    /// All of them, as threads of this process.
+    Threads(usize),
+    /// One of them in this process; the others are processes of the same job.
+    Process(RankEnv),
+}
+
+/// A world of ranks, each with its own [`Iris`] context. The same program runs with
+/// either kind of world:
+///
+/// - [`World::threads`]: every rank is a thread of this process, spread over the devices
+///   of one backend (rank `r` on device `r % device_count`; several ranks may share a
+///   device);
+/// - [`World::from_env`]: this process is one rank of a job started by a launcher
+///   (`iris-run -n N`, torchrun, Open MPI, Slurm; see [`env`](super::env)), on device
+///   `local_rank % device_count`; the job's ranks meet at a rendezvous over an
+///   abstract-namespace Unix socket and map each other's memory.
 ///
 /// ```ignore
-/// let sums = World::threads(4).heap_bytes(1 << 20).run(|iris| {
+/// let world = World::from_env_or_threads(4)?.heap_bytes(1 << 20);
+/// let ranks = world.run(|iris| {
 ///     let buf = iris.symmetric_zeros::<f32>(1024)?;
 ///     iris.barrier()?;
 ///     Ok(iris.rank())
@@ -27,24 +48,57 @@ pub const DEFAULT_HEAP_BYTES: usize = 256 << 20;
 /// ```
 #[derive(Clone, Debug)]
 pub struct World {
-    ranks: usize,
+    ranks: Ranks,
     heap_bytes: usize,
     backend: Option<BackendKind>,
     timeout: Option<Duration>,
+    provider: ProviderKind,
 }
 
 impl World {
     /// A world of `ranks` ranks, one thread each.
     pub fn threads(ranks: usize) -> Self {
+        Self::with_ranks(Ranks::Threads(ranks))
+    }
+
+    /// This process as one rank of a job, as the launcher's environment says
+    /// ([`rank_env_from_process`]). Errors when no launcher's variables are set, or when
+    /// they are malformed or contradict each other (naming the variable).
+    pub fn from_env() -> Result<Self> {
+        match rank_env_from_process()? {
+            Some(env) => Ok(Self::process(env)),
+            None => Err(Error::InvalidConfig(
+                "no launcher set this process's rank (IRIS_RANK, RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID): start it with `iris-run -n N -- program`, torchrun, mpirun or srun".into(),
+            )),
+        }
+    }
+
+    /// [`from_env`](World::from_env) when a launcher started this process, else a world
+    /// of `ranks` threads. Malformed launcher variables are still an error.
+    pub fn from_env_or_threads(ranks: usize) -> Result<Self> {
+        Ok(match rank_env_from_process()? {
+            Some(env) => Self::process(env),
+            None => Self::threads(ranks),
+        })
+    }
+
+    /// This process as rank `env.rank` of a job of `env.world_size` processes, which meet
+    /// at the rendezvous named after `env.job_id`.
+    pub fn process(env: RankEnv) -> Self {
+        Self::with_ranks(Ranks::Process(env))
+    }
+
+    fn with_ranks(ranks: Ranks) -> Self {
         Self {
             ranks,
             heap_bytes: DEFAULT_HEAP_BYTES,
             backend: None,
             timeout: None,
+            provider: ProviderKind::Heap,
         }
     }
 
-    /// Bytes of each rank's symmetric heap.
+    /// Bytes of each rank's symmetric heap (every rank of a job must use the same).
     pub fn heap_bytes(mut self, bytes: usize) -> Self {
         self.heap_bytes = bytes;
         self
@@ -63,22 +117,39 @@ impl World {
         self
     }
 
-    /// Runs `f` once per rank, each on its own thread with its own [`Iris`], and returns
-    /// the ranks' results in rank order.
+    /// The provider [`Iris::symmetric`] and its siblings allocate from (default:
+    /// [`ProviderKind::Heap`]); [`Iris::symmetric_with`] picks one per allocation.
+    pub fn provider(mut self, kind: ProviderKind) -> Self {
+        self.provider = kind;
+        self
+    }
+
+    /// How many ranks the world has.
+    pub fn size(&self) -> usize {
+        match &self.ranks {
+            Ranks::Threads(n) => *n,
+            Ranks::Process(env) => env.world_size,
+        }
+    }
+
+    /// Whether the ranks are processes (this process runs one of them).
+    pub fn is_processes(&self) -> bool {
+        matches!(self.ranks, Ranks::Process(_))
+    }
+
+    /// Runs `f` once for every rank this process runs, with that rank's [`Iris`], and
+    /// returns their results in rank order: every rank's for a world of threads, this
+    /// process's one rank's for a world of processes.
     ///
-    /// If a rank returns an error or panics, ranks blocked in a collective wake with an
-    /// error, and `run` returns [`Error::RankFailed`] or [`Error::RankPanicked`] naming
-    /// the first rank that failed on its own account.
+    /// If a rank returns an error or panics, ranks blocked in a collective (in this
+    /// process or another) wake with an error naming it, and `run` returns
+    /// [`Error::RankFailed`] or [`Error::RankPanicked`] naming the first rank that failed
+    /// on its own account.
     pub fn run<R, F>(self, f: F) -> Result<Vec<R>>
     where
         R: Send,
         F: Fn(&Iris) -> Result<R> + Sync,
     {
-        if self.ranks == 0 {
-            return Err(Error::InvalidConfig(
-                "a world needs at least one rank".into(),
-            ));
-        }
         let timeout = match self.timeout {
             Some(t) => t,
             None => timeout_from_env()?,
@@ -87,10 +158,36 @@ impl World {
             Some(kind) => backend::open(kind)?,
             None => backend::open_default()?,
         };
-        let shared = Arc::new(self.setup(timeout, backend)?);
+        let ranks = match &self.ranks {
+            Ranks::Threads(n) => *n,
+            Ranks::Process(env) => {
+                let shared = Arc::new(super::process::setup(
+                    env,
+                    self.heap_bytes,
+                    self.provider,
+                    timeout,
+                    backend,
+                )?);
+                let result = run_rank(env.rank, &shared, &f);
+                drop(shared);
+                return result.map(|value| vec![value]).map_err(|err| match err {
+                    Error::RankPanicked { .. } | Error::RankFailed { .. } => err,
+                    other => Error::RankFailed {
+                        rank: env.rank,
+                        source: Box::new(other),
+                    },
+                });
+            }
+        };
+        if ranks == 0 {
+            return Err(Error::InvalidConfig(
+                "a world needs at least one rank".into(),
+            ));
+        }
+        let shared = Arc::new(self.setup(ranks, timeout, backend)?);
         let results: Vec<Result<R>> = std::thread::scope(|s| {
-            let mut handles = Vec::with_capacity(self.ranks);
-            for rank in 0..self.ranks {
+            let mut handles = Vec::with_capacity(ranks);
+            for rank in 0..ranks {
                 let (shared, f) = (&shared, &f);
                 let spawned = std::thread::Builder::new()
                     .name(format!("iris-rank-{rank}"))
@@ -99,9 +196,9 @@ impl World {
                     Ok(handle) => handles.push(Ok(handle)),
                     Err(source) => {
                         shared
-                            .rendezvous
+                            .collective
                             .poison(rank, "could not start its thread".into());
-                        shared.rendezvous.depart(rank);
+                        shared.collective.depart(rank);
                         handles.push(Err(Error::Io {
                             what: format!("starting the thread of rank {rank}"),
                             source,
@@ -128,10 +225,13 @@ impl World {
         collect(results)
     }
 
-    fn setup(&self, timeout: Duration, backend: Arc<dyn Backend>) -> Result<WorldShared> {
-        let _span =
-            tracing::info_span!("world_setup", ranks = self.ranks, backend = %backend.kind())
-                .entered();
+    fn setup(
+        &self,
+        ranks: usize,
+        timeout: Duration,
+        backend: Arc<dyn Backend>,
+    ) -> Result<WorldShared> {
+        let _span = tracing::info_span!("world_setup", ranks, backend = %backend.kind()).entered();
         let count = backend.device_count();
         if count == 0 {
             return Err(Error::BackendUnavailable {
@@ -139,7 +239,7 @@ impl World {
                 reason: "it found no device".into(),
             });
         }
-        let used = count.min(self.ranks);
+        let used = count.min(ranks);
         let slots: Vec<Arc<DeviceSlot>> = (0..used)
             .map(|d| backend.device(d).map(|dev| Arc::new(DeviceSlot::new(dev))))
             .collect::<Result<_>>()?;
@@ -153,31 +253,49 @@ impl World {
             }
         }
         let device_of = |rank: usize| rank % used;
-        let mut heaps: Vec<RankHeap> = Vec::with_capacity(self.ranks);
-        for rank in 0..self.ranks {
+        let mut heaps: Vec<RankHeap> = Vec::with_capacity(ranks);
+        let mut release: Vec<SharedHeap> = Vec::with_capacity(ranks);
+        for rank in 0..ranks {
             let slot = &slots[device_of(rank)];
             match slot
                 .device()
                 .alloc(self.heap_bytes.max(1), MemoryKind::Symmetric)
             {
-                Ok(base) => heaps.push(RankHeap {
-                    device: Arc::clone(slot),
-                    base,
-                    bytes: self.heap_bytes,
-                }),
+                Ok(base) => {
+                    heaps.push(RankHeap {
+                        device: Arc::clone(slot),
+                        base,
+                        bytes: self.heap_bytes,
+                    });
+                    release.push(SharedHeap {
+                        device: Arc::clone(slot),
+                        addr: base,
+                        shared: false,
+                    });
+                }
                 Err(err) => {
-                    for heap in &heaps {
-                        // SAFETY: nothing has seen these heaps yet.
-                        let _ = unsafe { heap.device.device().free(heap.base) };
-                    }
+                    release_heaps(&release);
                     return Err(err);
                 }
             }
         }
-        let reachable = (0..self.ranks)
-            .map(|r| PeerMask::from_fn(self.ranks, |p| access[device_of(r)][device_of(p)]))
+        let reachable: BTreeMap<usize, PeerMask> = (0..ranks)
+            .map(|r| {
+                let mask = PeerMask::from_fn(ranks, |p| access[device_of(r)][device_of(p)]);
+                (r, mask)
+            })
             .collect();
-        Ok(WorldShared::new(timeout, backend, heaps.into(), reachable))
+        let collective: Arc<dyn Collective> = Arc::new(Rendezvous::new(ranks, timeout));
+        Ok(WorldShared::new(WorldLayout {
+            timeout,
+            collective,
+            backend,
+            heaps: heaps.into(),
+            reachable,
+            provider: self.provider,
+            processes: false,
+            release,
+        }))
     }
 }
 
@@ -194,19 +312,19 @@ where
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => {
             if !err.is_secondary() {
-                shared.rendezvous.poison(rank, format!("failed: {err}"));
+                shared.collective.poison(rank, format!("failed: {err}"));
             }
             Err(err)
         }
         Err(panic) => {
             let message = crate::error::panic_message(&*panic);
             shared
-                .rendezvous
+                .collective
                 .poison(rank, format!("panicked: {message}"));
             Err(Error::RankPanicked { rank, message })
         }
     };
-    shared.rendezvous.depart(rank);
+    shared.collective.depart(rank);
     result
 }
 

@@ -1,45 +1,73 @@
 //! What the ranks of one world share: the backend, every rank's heap and reachability,
-//! the rendezvous, the timeout.
+//! the collective they meet at, the timeout.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Rendezvous;
+use super::Collective;
 use crate::backend::Backend;
-use crate::symmetric::{PeerMask, RankHeap};
+use crate::module::DeviceSlot;
+use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
 
-/// The state every rank of a world holds a reference to. Dropped after every rank has
-/// finished; frees the heaps then.
+/// Heap memory this process allocated or mapped, released when the world ends.
+pub(crate) struct SharedHeap {
+    /// The device it lives on.
+    pub device: Arc<DeviceSlot>,
+    /// Its address.
+    pub addr: u64,
+    /// Made by `alloc_exportable` or `import_fd` (released with `free_shared`), rather
+    /// than `alloc`.
+    pub shared: bool,
+}
+
+/// The state every rank of a world (in this process) holds a reference to. Dropped after
+/// every rank has finished; releases the heaps then.
 pub(crate) struct WorldShared {
     pub size: usize,
     pub timeout: Duration,
-    pub rendezvous: Arc<Rendezvous>,
+    pub collective: Arc<dyn Collective>,
     /// Kept open for as long as any rank runs.
     _backend: Arc<dyn Backend>,
+    /// Every rank's heap as mapped in this process.
     pub heaps: Arc<[RankHeap]>,
-    /// Per rank: the ranks whose memory its device can reach.
-    pub reachable: Vec<PeerMask>,
+    /// For each rank this process runs: the ranks whose memory its device can reach.
+    pub reachable: BTreeMap<usize, PeerMask>,
+    /// The provider `Iris::symmetric` uses.
+    pub provider: ProviderKind,
+    /// Whether the ranks are processes (one in this process) rather than threads.
+    pub processes: bool,
+    release: Vec<SharedHeap>,
     /// Set when work that never finished may still touch device memory: such memory is
     /// leaked rather than freed under it.
     leak: AtomicBool,
 }
 
+/// How a world's ranks are laid out, for [`WorldShared::new`].
+pub(crate) struct WorldLayout {
+    pub timeout: Duration,
+    pub collective: Arc<dyn Collective>,
+    pub backend: Arc<dyn Backend>,
+    pub heaps: Arc<[RankHeap]>,
+    pub reachable: BTreeMap<usize, PeerMask>,
+    pub provider: ProviderKind,
+    pub processes: bool,
+    pub release: Vec<SharedHeap>,
+}
+
 impl WorldShared {
-    pub(crate) fn new(
-        timeout: Duration,
-        backend: Arc<dyn Backend>,
-        heaps: Arc<[RankHeap]>,
-        reachable: Vec<PeerMask>,
-    ) -> Self {
-        let size = heaps.len();
+    pub(crate) fn new(layout: WorldLayout) -> Self {
         Self {
-            size,
-            timeout,
-            rendezvous: Arc::new(Rendezvous::new(size, timeout)),
-            _backend: backend,
-            heaps,
-            reachable,
+            size: layout.heaps.len(),
+            timeout: layout.timeout,
+            collective: layout.collective,
+            _backend: layout.backend,
+            heaps: layout.heaps,
+            reachable: layout.reachable,
+            provider: layout.provider,
+            processes: layout.processes,
+            release: layout.release,
             leak: AtomicBool::new(false),
         }
     }
@@ -55,17 +83,31 @@ impl WorldShared {
     }
 }
 
+/// Releases heap memory (on failure paths before a world exists, and when it ends).
+pub(crate) fn release_heaps(heaps: &[SharedHeap]) {
+    for heap in heaps {
+        let device = heap.device.device();
+        // SAFETY: every rank has finished and synchronized its stream (or nothing has
+        // seen the memory yet).
+        let released = unsafe {
+            if heap.shared {
+                device.free_shared(heap.addr)
+            } else {
+                device.free(heap.addr)
+            }
+        };
+        if let Err(err) = released {
+            tracing::warn!(%err, "releasing a symmetric heap");
+        }
+    }
+}
+
 impl Drop for WorldShared {
     fn drop(&mut self) {
         if self.leaks() {
             tracing::warn!("leaking the symmetric heaps: device work did not finish");
             return;
         }
-        for heap in self.heaps.iter() {
-            // SAFETY: every rank has finished and synchronized its stream.
-            if let Err(err) = unsafe { heap.device.device().free(heap.base) } {
-                tracing::warn!(%err, "freeing a symmetric heap");
-            }
-        }
+        release_heaps(&self.release);
     }
 }

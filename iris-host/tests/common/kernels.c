@@ -103,3 +103,22 @@ void spin(const ctx_t *c, void **args) {
     while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0) {
     }
 }
+
+/* remote_add(counter: Symmetric<u64>, per_thread: u64, world: u32): every thread adds
+ * per_thread to the counter of every rank (its own included), translating the local
+ * pointer with the allocation's table, with sequentially consistent atomics (system
+ * scope: the peers may be other processes). Each rank's counter ends at
+ * world * threads * per_thread. */
+void remote_add(const ctx_t *c, void **args) {
+    uint64_t *counter = ARG(uint64_t *, 0);
+    uint64_t base = ARG(uint64_t, 1);
+    const uint64_t *table = ARG(const uint64_t *, 2);
+    uint64_t per_thread = ARG(uint64_t, 3);
+    uint32_t world = ARG(uint32_t, 4);
+    (void)c;
+    uint64_t local = (uint64_t)(uintptr_t)counter;
+    for (uint32_t peer = 0; peer < world; peer++) {
+        uint64_t *dst = (uint64_t *)(uintptr_t)(table[peer] + (local - base));
+        __atomic_fetch_add(dst, per_thread, __ATOMIC_SEQ_CST);
+    }
+}

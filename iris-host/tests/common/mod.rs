@@ -16,14 +16,21 @@ pub const BLOCK_REVERSE: usize = 1;
 pub const VALUES: usize = 2;
 pub const ALL_GATHER: usize = 3;
 pub const SPIN: usize = 4;
+pub const REMOTE_ADD: usize = 5;
 
 /// Shared bytes of `block_reverse` (one u32 per thread, up to 1024 threads).
 pub const REVERSE_SHARED: u32 = 4096;
 
 /// The bytes of `kernels.c` built as a shared object with the system C compiler.
+///
+/// A process spawned by a test reads them from the file `IRIS_TEST_KERNELS_SO` names
+/// instead of building them again.
 pub fn kernels_so() -> &'static [u8] {
     static SO: OnceLock<Vec<u8>> = OnceLock::new();
     SO.get_or_init(|| {
+        if let Some(path) = std::env::var_os("IRIS_TEST_KERNELS_SO") {
+            return std::fs::read(path).expect("read IRIS_TEST_KERNELS_SO");
+        }
         let dir: PathBuf =
             std::env::temp_dir().join(format!("iris-host-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
@@ -121,6 +128,21 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 1,
+        },
+        KernelSpec {
+            name: "remote_add",
+            params: leak(vec![
+                ParamSpec {
+                    name: "counter",
+                    ty: "Symmetric<u64>",
+                    kind: ParamKind::Symmetric,
+                },
+                value("per_thread", "u64", 8, 8),
+                value("world", "u32", 4, 4),
+            ]),
+            shared_bytes: 0,
+            uses_block_barrier: false,
+            max_block_threads: 1024,
         },
     ]
 }

@@ -1,6 +1,7 @@
 //! The CPU device: host memory, stream threads, memfd-loaded code objects.
 
 use core::ffi::c_void;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use iris_device::abi::{KernelUnit, ParamKind};
@@ -61,6 +62,27 @@ impl Device for CpuDevice {
     unsafe fn free(&self, addr: u64) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { self.memory.free(addr) }
+    }
+
+    fn alloc_exportable(&self, bytes: usize, _kind: MemoryKind) -> Result<u64> {
+        self.memory.alloc_exportable(bytes)
+    }
+
+    fn export_fd(&self, addr: u64) -> Result<OwnedFd> {
+        self.memory.export(addr)
+    }
+
+    fn import_fd(&self, fd: BorrowedFd<'_>, bytes: usize, _kind: MemoryKind) -> Result<u64> {
+        self.memory.import(fd, bytes)
+    }
+
+    unsafe fn free_shared(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memory.free_shared(addr) }
+    }
+
+    fn supports_shared_memory(&self) -> bool {
+        true
     }
 
     unsafe fn memcpy_htod(&self, stream: &dyn Stream, dst: u64, src: &[u8]) -> Result<()> {

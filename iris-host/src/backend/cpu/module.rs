@@ -69,7 +69,10 @@ impl CpuModule {
         Ok(Self {
             unit,
             target: object.target,
-            library: Arc::new(LoadedObject { _library: library, _memfd: file }),
+            library: Arc::new(LoadedObject {
+                _library: library,
+                _memfd: file,
+            }),
             entries,
         })
     }

@@ -1,6 +1,7 @@
 //! One CUDA device: its primary context and the [`Device`] operations on it.
 
 use std::ffi::c_void;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
@@ -11,6 +12,7 @@ use super::driver::check;
 use super::info::{device_handle, query};
 use super::memory;
 use super::module::CudaModule;
+use super::shared::{SharedApi, SharedMemory, IPC_HANDLE_BYTES};
 use super::stream::{CudaEvent, CudaStream};
 use crate::backend::{
     downcast, BackendKind, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream,
@@ -23,6 +25,7 @@ pub struct CudaDevice {
     ctx: Arc<PrimaryContext>,
     info: DeviceInfo,
     capability: (u32, u32),
+    shared: SharedMemory,
 }
 
 impl CudaDevice {
@@ -35,6 +38,7 @@ impl CudaDevice {
             ctx,
             info,
             capability,
+            shared: SharedMemory::new(),
         })
     }
 
@@ -47,6 +51,38 @@ impl CudaDevice {
     /// calls the driver itself next to this backend.
     pub fn make_current(&self) -> Result<()> {
         self.ctx.make_current()
+    }
+
+    /// The API [`alloc_exportable`](Device::alloc_exportable) uses on this device: the
+    /// virtual-memory API where the device supports POSIX file-descriptor handles, else the
+    /// legacy IPC API. Errors with [`Error::Unsupported`] when neither is usable.
+    pub fn shared_api(&self) -> Result<SharedApi> {
+        self.shared.default_api(&self.ctx)
+    }
+
+    /// Allocates `bytes` (> 0) of memory other processes can map, with `api` (see
+    /// [`Device::alloc_exportable`], which picks the API itself). A [`SharedApi::Vmm`]
+    /// allocation is rounded up to the driver's granularity (2 MiB on current GPUs); a
+    /// [`SharedApi::Ipc`] one is a plain `cuMemAlloc` allocation whose handle
+    /// [`ipc_handle`](CudaDevice::ipc_handle) gives. Either is exported with
+    /// [`Device::export_fd`] and released with [`Device::free_shared`].
+    pub fn alloc_exportable_with(&self, bytes: usize, api: SharedApi) -> Result<u64> {
+        self.shared.alloc(&self.ctx, self.info.ordinal, bytes, api)
+    }
+
+    /// The 64-byte legacy IPC handle (`cuIpcGetMemHandle`) of the `cuMemAlloc` allocation
+    /// that starts at `addr` (one of [`SharedApi::Ipc`], or of [`Device::alloc`]), to send
+    /// as bytes to another process, which opens it with
+    /// [`open_ipc_handle`](CudaDevice::open_ipc_handle).
+    pub fn ipc_handle(&self, addr: u64) -> Result<[u8; IPC_HANDLE_BYTES]> {
+        self.shared.ipc_handle(&self.ctx, addr)
+    }
+
+    /// Maps the allocation another process exported as the legacy IPC handle `handle`
+    /// (`cuIpcOpenMemHandle`) on this device and returns its device address, released
+    /// with [`Device::free_shared`]. A process cannot open its own handles.
+    pub fn open_ipc_handle(&self, handle: &[u8; IPC_HANDLE_BYTES]) -> Result<u64> {
+        self.shared.open_ipc_handle(&self.ctx, handle)
     }
 
     pub(super) fn context(&self) -> &PrimaryContext {
@@ -172,5 +208,43 @@ impl Device for CudaDevice {
                 std::ptr::null_mut(),
             )
         })
+    }
+
+    /// Uses [`shared_api`](CudaDevice::shared_api); when `cuMemCreate` fails for a reason
+    /// other than memory (a driver or container without file-descriptor export), falls
+    /// back to the legacy IPC API if the driver has it.
+    fn alloc_exportable(&self, bytes: usize, _kind: MemoryKind) -> Result<u64> {
+        // CUDA memory is coherent for peers either way: the kind changes nothing here.
+        match self.shared_api()? {
+            SharedApi::Vmm => match self.alloc_exportable_with(bytes, SharedApi::Vmm) {
+                Err(Error::Driver {
+                    call: "cuMemCreate",
+                    message,
+                    ..
+                }) if self.shared.ipc_available(&self.ctx) => {
+                    tracing::debug!(%message, "cuMemCreate failed; using the legacy IPC API");
+                    self.alloc_exportable_with(bytes, SharedApi::Ipc)
+                }
+                other => other,
+            },
+            SharedApi::Ipc => self.alloc_exportable_with(bytes, SharedApi::Ipc),
+        }
+    }
+
+    fn export_fd(&self, addr: u64) -> Result<OwnedFd> {
+        self.shared.export_fd(&self.ctx, addr)
+    }
+
+    fn import_fd(&self, fd: BorrowedFd<'_>, bytes: usize, _kind: MemoryKind) -> Result<u64> {
+        self.shared.import_fd(&self.ctx, fd, bytes)
+    }
+
+    unsafe fn free_shared(&self, addr: u64) -> Result<()> {
+        // SAFETY: per the trait's contract.
+        unsafe { self.shared.free(&self.ctx, addr) }
+    }
+
+    fn supports_shared_memory(&self) -> bool {
+        self.shared.supported(&self.ctx)
     }
 }

@@ -122,6 +122,21 @@ fn load_once() -> std::result::Result<Driver, String> {
     }
 }
 
+/// Whether the loaded driver exports every one of `symbols` (for calls outside
+/// [`SYMBOLS`], which a driver may lack without the backend being unavailable). False when
+/// the driver is not loaded.
+pub(super) fn has_symbols(symbols: &[&str]) -> bool {
+    if load().is_err() {
+        return false;
+    }
+    // SAFETY: the driver loaded, so the library is present and `culib` returns it.
+    let lib = unsafe { sys::culib() };
+    symbols
+        .iter()
+        // SAFETY: only the symbol's presence is checked; nothing is called.
+        .all(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_ok())
+}
+
 /// `CUDA_ERROR_NAME: description` for a result code.
 pub(super) fn describe(r: CUresult) -> String {
     let mut name = std::ptr::null();

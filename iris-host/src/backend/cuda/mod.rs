@@ -19,6 +19,7 @@ mod driver;
 mod info;
 mod memory;
 mod module;
+mod shared;
 mod stream;
 pub mod target;
 mod wait;
@@ -26,10 +27,17 @@ mod wait;
 pub use backend::CudaBackend;
 pub use device::CudaDevice;
 pub use module::CudaModule;
+pub use shared::{SharedApi, IPC_HANDLE_BYTES};
 pub use stream::{CudaEvent, CudaStream};
 
 /// Opens the CUDA backend: loads the driver and finds the devices.
 pub fn open() -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(CudaBackend::open()?))
+}
+
+/// Opens the CUDA backend as its concrete type, for the CUDA-specific calls of
+/// [`CudaBackend`] and [`CudaDevice`] (legacy IPC handles, the choice of shared-memory API).
+pub fn open_cuda() -> Result<Arc<CudaBackend>> {
     Ok(Arc::new(CudaBackend::open()?))
 }
 

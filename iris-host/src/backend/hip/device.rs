@@ -1,6 +1,7 @@
 //! One HIP device and the [`Device`] operations on it.
 
 use std::ffi::c_void;
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 use cubecl_hip_sys as hip;
 use iris_device::abi::KernelUnit;
@@ -9,6 +10,7 @@ use super::info::query;
 use super::memory;
 use super::module::HipModule;
 use super::runtime::{check, set_device};
+use super::shared::SharedMemory;
 use super::stream::{HipEvent, HipStream};
 use crate::backend::{
     downcast, BackendKind, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream,
@@ -20,6 +22,7 @@ pub struct HipDevice {
     ordinal: i32,
     info: DeviceInfo,
     gcn_arch_name: String,
+    shared: SharedMemory,
 }
 
 impl HipDevice {
@@ -31,6 +34,7 @@ impl HipDevice {
             ordinal,
             info,
             gcn_arch_name,
+            shared: SharedMemory::new(),
         })
     }
 
@@ -162,5 +166,30 @@ impl Device for HipDevice {
                 std::ptr::null_mut(),
             )
         })
+    }
+
+    /// `hipMemCreate` with a POSIX file-descriptor handle: fine-grained (uncached) memory
+    /// for [`MemoryKind::Symmetric`], pinned device memory for [`MemoryKind::Device`]; the
+    /// size is rounded up to the runtime's granularity.
+    fn alloc_exportable(&self, bytes: usize, kind: MemoryKind) -> Result<u64> {
+        self.shared.alloc(self.ordinal, bytes, kind)
+    }
+
+    fn export_fd(&self, addr: u64) -> Result<OwnedFd> {
+        self.shared.export_fd(self.ordinal, addr)
+    }
+
+    fn import_fd(&self, fd: BorrowedFd<'_>, bytes: usize, _kind: MemoryKind) -> Result<u64> {
+        // The exporter chose the memory's kind; the import maps it as it is.
+        self.shared.import_fd(self.ordinal, fd, bytes)
+    }
+
+    unsafe fn free_shared(&self, addr: u64) -> Result<()> {
+        // SAFETY: per the trait's contract.
+        unsafe { self.shared.free(self.ordinal, addr) }
+    }
+
+    fn supports_shared_memory(&self) -> bool {
+        self.shared.supported(self.ordinal)
     }
 }

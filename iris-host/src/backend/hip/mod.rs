@@ -19,6 +19,7 @@ mod info;
 mod memory;
 mod module;
 mod runtime;
+mod shared;
 mod stream;
 pub mod target;
 mod wait;

@@ -140,6 +140,22 @@ fn open_amdhip() -> std::result::Result<Library, String> {
     ))
 }
 
+/// Whether the loaded runtime exports every one of `symbols` (for calls outside
+/// [`SYMBOLS`], which a runtime may lack without the backend being unavailable). False
+/// when the runtime is not loaded.
+pub(super) fn has_symbols(symbols: &[&str]) -> bool {
+    if load().is_err() {
+        return false;
+    }
+    let Ok(lib) = open_amdhip() else {
+        return false;
+    };
+    symbols
+        .iter()
+        // SAFETY: only the symbol's presence is checked; nothing is called.
+        .all(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_ok())
+}
+
 /// `hipErrorName: description` for a result code.
 pub(super) fn describe(r: hipError_t) -> String {
     // SAFETY: both return pointers to static strings (or null).

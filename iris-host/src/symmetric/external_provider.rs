@@ -1,0 +1,162 @@
+//! The external provider: symmetric memory another system allocated and exchanged (for
+//! example a PyTorch symmetric tensor: its local pointer and its `buffer_ptrs`), adopted
+//! as it is. The table is validated (one entry per rank, the local entry is the local
+//! pointer) and uploaded; nothing is exchanged again, and the memory is never freed
+//! here: freeing an adopted allocation releases only its table.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
+use crate::backend::{MemoryKind, Stream};
+use crate::error::{Error, Result};
+use crate::module::DeviceSlot;
+use crate::sync::lock;
+
+/// Adopts symmetric memory that another system set up.
+pub struct ExternalProvider {
+    rank: usize,
+    world_size: usize,
+    device: Arc<DeviceSlot>,
+    stream: Arc<dyn Stream>,
+    timeout: Duration,
+    /// By table address (the same memory may be adopted twice).
+    live: Mutex<BTreeMap<u64, SymmetricAddressMap>>,
+}
+
+impl ExternalProvider {
+    /// The provider of rank `rank` of a world of `world_size`, uploading tables to
+    /// `device` in order on `stream`.
+    pub fn new(
+        rank: usize,
+        world_size: usize,
+        device: Arc<DeviceSlot>,
+        stream: Arc<dyn Stream>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            rank,
+            world_size,
+            device,
+            stream,
+            timeout,
+            live: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Adopts an allocation of `bytes` bytes per rank whose copy on this rank is at
+    /// `local` and on rank `r` at `peers[r]` (device addresses valid in this process; a
+    /// null entry marks a peer that could not be mapped: it is unreachable). Local: no
+    /// other rank takes part. Errors with [`Error::InvalidAddressMap`] when
+    /// `peers.len()` is not the world size or `peers[rank] != local`.
+    pub fn adopt(&self, local: u64, peers: &[u64], bytes: usize) -> Result<SymmetricAddressMap> {
+        if peers.len() != self.world_size {
+            return Err(Error::InvalidAddressMap(format!(
+                "the external table has {} entries but the world has {} ranks",
+                peers.len(),
+                self.world_size
+            )));
+        }
+        if peers[self.rank] != local || local == 0 {
+            return Err(Error::InvalidAddressMap(format!(
+                "the external table's entry for rank {} is {:#x}, the local pointer is {local:#x}",
+                self.rank, peers[self.rank]
+            )));
+        }
+        let reachable = PeerMask::from_fn(self.world_size, |r| peers[r] != 0);
+        let table = self.upload_table(peers)?;
+        let map = SymmetricAddressMap::new(
+            self.rank,
+            self.world_size,
+            local,
+            bytes,
+            peers.to_vec(),
+            table,
+            reachable,
+        );
+        match map {
+            Ok(map) => {
+                lock(&self.live).insert(table, map.clone());
+                Ok(map)
+            }
+            Err(err) => {
+                // SAFETY: the table was never handed out.
+                let _ = unsafe { self.device.device().free(table) };
+                Err(err)
+            }
+        }
+    }
+
+    fn upload_table(&self, bases: &[u64]) -> Result<u64> {
+        let device = self.device.device();
+        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
+        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
+        self.stream.synchronize(self.timeout)?;
+        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
+        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
+            // SAFETY: nothing has seen `table`.
+            let _ = unsafe { device.free(table) };
+            return Err(err);
+        }
+        Ok(table)
+    }
+}
+
+impl SymmetricProvider for ExternalProvider {
+    fn name(&self) -> &'static str {
+        "external"
+    }
+
+    fn allocate(&self, request: &AllocationRequest) -> Result<SymmetricAddressMap> {
+        Err(Error::InvalidConfig(format!(
+            "the external provider allocates nothing ({} bytes of {} asked): adopt memory another system allocated with Iris::adopt_external",
+            request.bytes, request.type_name
+        )))
+    }
+
+    fn map_of(&self, addr: u64) -> Result<SymmetricAddressMap> {
+        lock(&self.live)
+            .values()
+            .find(|m| addr >= m.base() && addr < m.base() + m.bytes().max(1) as u64)
+            .cloned()
+            .ok_or(Error::NotSymmetric {
+                provider: "external",
+                addr,
+            })
+    }
+
+    fn free(&self, map: &SymmetricAddressMap) -> Result<()> {
+        let mut live = lock(&self.live);
+        if live
+            .get(&map.table())
+            .is_none_or(|m| m.base() != map.base())
+        {
+            return Err(Error::InvalidFree {
+                rank: self.rank,
+                offset: 0,
+                reason: format!(
+                    "the external provider adopted no allocation at {:#x} with table {:#x} (a double free, or a map of another provider)",
+                    map.base(),
+                    map.table()
+                ),
+            });
+        }
+        // Queued kernels may still read the table.
+        self.stream.synchronize(self.timeout)?;
+        live.remove(&map.table());
+        drop(live);
+        // SAFETY: the rank's work has finished; the table belongs to this adoption. The
+        // memory itself belongs to the system that allocated it.
+        unsafe { self.device.device().free(map.table()) }
+    }
+}
+
+impl std::fmt::Debug for ExternalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalProvider")
+            .field("rank", &self.rank)
+            .field("live", &lock(&self.live).len())
+            .finish_non_exhaustive()
+    }
+}

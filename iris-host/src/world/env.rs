@@ -1,0 +1,528 @@
+//! Rank discovery: which rank of which job this process is, from the variables its
+//! launcher set. A pure function over an environment map, so every launcher's conventions
+//! are tested without setting process-wide variables.
+//!
+//! | launcher | rank | world size | local rank | local world size | job id |
+//! |---|---|---|---|---|---|
+//! | `iris-run` | `IRIS_RANK` | `IRIS_WORLD_SIZE` | `IRIS_LOCAL_RANK` | `IRIS_LOCAL_WORLD_SIZE` | `IRIS_JOB_ID` |
+//! | torchrun | `RANK` | `WORLD_SIZE` | `LOCAL_RANK` | `LOCAL_WORLD_SIZE` | `TORCHELASTIC_RUN_ID`, `MASTER_ADDR`, `MASTER_PORT`, `TORCHELASTIC_RESTART_COUNT` |
+//! | Open MPI | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` | `OMPI_COMM_WORLD_LOCAL_SIZE` | `OMPI_MCA_ess_base_jobid` or `PMIX_NAMESPACE` |
+//! | Slurm | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_LOCALID` | from `SLURM_STEP_TASKS_PER_NODE` and `SLURM_NODEID` | `SLURM_JOB_ID`, `SLURM_STEP_ID` |
+//!
+//! A launcher counts as present when its rank variable is set. When several are present
+//! (launchers nest: `srun` starting `torchrun`, `iris-run` under Slurm), the innermost one
+//! wins, in the order of the table: it is the one that started this process. Within the
+//! winning launcher, a missing world size, a value that is not a number, a rank that is
+//! not below the world size, or a local rank not below the local world size is an
+//! [`Error::InvalidEnv`] naming the variable. `IRIS_JOB_ID`, when set, is the job id
+//! whatever the launcher.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// The launcher whose variables told this process its rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Launcher {
+    /// `iris-run` (the `IRIS_*` variables).
+    Iris,
+    /// PyTorch's torchrun (`RANK`, `WORLD_SIZE`, ...).
+    Torchrun,
+    /// Open MPI's `mpirun` (`OMPI_COMM_WORLD_*`).
+    OpenMpi,
+    /// Slurm's `srun` (`SLURM_PROCID`, ...).
+    Slurm,
+}
+
+impl Launcher {
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::Iris => "iris-run",
+            Launcher::Torchrun => "torchrun",
+            Launcher::OpenMpi => "Open MPI",
+            Launcher::Slurm => "Slurm",
+        }
+    }
+}
+
+impl fmt::Display for Launcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where this process sits in its job, as its launcher said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankEnv {
+    /// The launcher that set the variables.
+    pub launcher: Launcher,
+    /// This process's rank.
+    pub rank: usize,
+    /// How many ranks the job has.
+    pub world_size: usize,
+    /// This process's rank among the job's ranks on this node, when the launcher says.
+    pub local_rank: Option<usize>,
+    /// How many of the job's ranks run on this node, when the launcher says.
+    pub local_world_size: Option<usize>,
+    /// A name shared by the job's ranks and by no other job running now, when the
+    /// environment gives one.
+    pub job_id: Option<String>,
+    /// The variables the rank and the world size were read from (for messages).
+    pub vars: (&'static str, &'static str),
+}
+
+/// The variables of one launcher.
+struct Spec {
+    launcher: Launcher,
+    rank: &'static str,
+    size: &'static str,
+    local_rank: &'static str,
+    local_size: Option<&'static str>,
+}
+
+const SPECS: [Spec; 4] = [
+    Spec {
+        launcher: Launcher::Iris,
+        rank: "IRIS_RANK",
+        size: "IRIS_WORLD_SIZE",
+        local_rank: "IRIS_LOCAL_RANK",
+        local_size: Some("IRIS_LOCAL_WORLD_SIZE"),
+    },
+    Spec {
+        launcher: Launcher::Torchrun,
+        rank: "RANK",
+        size: "WORLD_SIZE",
+        local_rank: "LOCAL_RANK",
+        local_size: Some("LOCAL_WORLD_SIZE"),
+    },
+    Spec {
+        launcher: Launcher::OpenMpi,
+        rank: "OMPI_COMM_WORLD_RANK",
+        size: "OMPI_COMM_WORLD_SIZE",
+        local_rank: "OMPI_COMM_WORLD_LOCAL_RANK",
+        local_size: Some("OMPI_COMM_WORLD_LOCAL_SIZE"),
+    },
+    Spec {
+        launcher: Launcher::Slurm,
+        rank: "SLURM_PROCID",
+        size: "SLURM_NTASKS",
+        local_rank: "SLURM_LOCALID",
+        local_size: None,
+    },
+];
+
+/// The variables `iris-run` sets, besides the rank and sizes.
+pub const IRIS_JOB_ID: &str = "IRIS_JOB_ID";
+
+/// Where this process sits in its job, from `env` (variable name to value); `None` when
+/// no launcher's rank variable is set.
+pub fn rank_env(env: &HashMap<String, String>) -> Result<Option<RankEnv>> {
+    let get = |var: &str| env.get(var).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let iris_partial = [
+        "IRIS_WORLD_SIZE",
+        "IRIS_LOCAL_RANK",
+        "IRIS_LOCAL_WORLD_SIZE",
+    ]
+    .into_iter()
+    .find(|v| get(v).is_some());
+    if let (None, Some(var)) = (get("IRIS_RANK"), iris_partial) {
+        return Err(Error::InvalidEnv {
+            var: "IRIS_RANK",
+            value: String::new(),
+            reason: format!("{var} is set but IRIS_RANK is not"),
+        });
+    }
+    let Some(spec) = SPECS.iter().find(|s| get(s.rank).is_some()) else {
+        return Ok(None);
+    };
+    let rank_value = get(spec.rank).unwrap_or_default();
+    let rank = parse_count(spec.rank, rank_value)?;
+    let size_value = get(spec.size).ok_or_else(|| Error::InvalidEnv {
+        var: spec.size,
+        value: String::new(),
+        reason: format!("{} is set but {} is not", spec.rank, spec.size),
+    })?;
+    let world_size = parse_count(spec.size, size_value)?;
+    if world_size == 0 {
+        return Err(Error::InvalidEnv {
+            var: spec.size,
+            value: size_value.into(),
+            reason: "a job has at least one rank".into(),
+        });
+    }
+    if rank >= world_size {
+        return Err(Error::InvalidEnv {
+            var: spec.rank,
+            value: rank_value.into(),
+            reason: format!("rank {rank} is not below {}={world_size}", spec.size),
+        });
+    }
+    let local_rank = get(spec.local_rank)
+        .map(|v| parse_count(spec.local_rank, v))
+        .transpose()?;
+    let local_world_size = match spec.local_size {
+        Some(var) => get(var).map(|v| parse_count(var, v)).transpose()?,
+        None => slurm_local_size(&get)?,
+    };
+    if let Some(local_size) = local_world_size {
+        let var = spec.local_size.unwrap_or("SLURM_STEP_TASKS_PER_NODE");
+        if local_size == 0 || local_size > world_size {
+            return Err(Error::InvalidEnv {
+                var,
+                value: local_size.to_string(),
+                reason: format!(
+                    "a node's rank count must be between 1 and {}={world_size}",
+                    spec.size
+                ),
+            });
+        }
+        if let Some(local) = local_rank.filter(|&l| l >= local_size) {
+            return Err(Error::InvalidEnv {
+                var: spec.local_rank,
+                value: local.to_string(),
+                reason: format!("local rank {local} is not below {var}={local_size}"),
+            });
+        }
+    }
+    if let Some(local) = local_rank.filter(|&l| l >= world_size) {
+        return Err(Error::InvalidEnv {
+            var: spec.local_rank,
+            value: local.to_string(),
+            reason: format!("local rank {local} is not below {}={world_size}", spec.size),
+        });
+    }
+    let job_id = job_id(spec.launcher, &get)?;
+    Ok(Some(RankEnv {
+        launcher: spec.launcher,
+        rank,
+        world_size,
+        local_rank,
+        local_world_size,
+        job_id,
+        vars: (spec.rank, spec.size),
+    }))
+}
+
+/// [`rank_env`] over this process's environment. A variable whose value is not UTF-8 is
+/// left out (and so, if it is one of the variables read, reported as missing or ignored).
+pub fn rank_env_from_process() -> Result<Option<RankEnv>> {
+    let env: HashMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    rank_env(&env)
+}
+
+fn parse_count(var: &'static str, value: &str) -> Result<usize> {
+    value.parse::<usize>().map_err(|_| Error::InvalidEnv {
+        var,
+        value: value.into(),
+        reason: "expected a non-negative integer".into(),
+    })
+}
+
+/// The number of tasks of this step on this node: `SLURM_STEP_TASKS_PER_NODE` (for
+/// example `2(x3),1`: two tasks on each of the first three nodes, one on the fourth),
+/// indexed by `SLURM_NODEID`. `None` when either is missing.
+fn slurm_local_size<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Option<usize>> {
+    const VAR: &str = "SLURM_STEP_TASKS_PER_NODE";
+    let (Some(list), Some(node)) = (get(VAR), get("SLURM_NODEID")) else {
+        return Ok(None);
+    };
+    let node = parse_count("SLURM_NODEID", node)?;
+    let malformed = || Error::InvalidEnv {
+        var: VAR,
+        value: list.into(),
+        reason: "expected a list like `2(x3),1`".into(),
+    };
+    let mut index = 0usize;
+    for item in list.split(',') {
+        let (count, repeat) = match item.split_once("(x") {
+            Some((count, rest)) => {
+                let repeat = rest.strip_suffix(')').ok_or_else(malformed)?;
+                (count, repeat.parse::<usize>().map_err(|_| malformed())?)
+            }
+            None => (item, 1),
+        };
+        let count = count.trim().parse::<usize>().map_err(|_| malformed())?;
+        if node < index.saturating_add(repeat) {
+            return Ok(Some(count));
+        }
+        index = index.saturating_add(repeat);
+    }
+    Err(Error::InvalidEnv {
+        var: "SLURM_NODEID",
+        value: node.to_string(),
+        reason: format!("{VAR}={list} lists {index} node(s)"),
+    })
+}
+
+/// The job id: `IRIS_JOB_ID`, or what the launcher gives.
+fn job_id<'a>(
+    launcher: Launcher,
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<Option<String>> {
+    if let Some(id) = get(IRIS_JOB_ID) {
+        if id.len() > 256 || id.contains('\0') {
+            return Err(Error::InvalidEnv {
+                var: IRIS_JOB_ID,
+                value: id.chars().take(64).collect(),
+                reason: "a job id is at most 256 bytes, without NUL".into(),
+            });
+        }
+        return Ok(Some(id.to_string()));
+    }
+    let join = |vars: &[&str]| -> Option<String> {
+        let parts: Vec<&str> = vars.iter().map(|v| get(v).unwrap_or("")).collect();
+        parts.iter().any(|p| !p.is_empty()).then(|| parts.join(":"))
+    };
+    Ok(match launcher {
+        Launcher::Iris => None,
+        Launcher::Torchrun => join(&[
+            "TORCHELASTIC_RUN_ID",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "TORCHELASTIC_RESTART_COUNT",
+        ])
+        .map(|id| format!("torchrun:{id}")),
+        Launcher::OpenMpi => get("OMPI_MCA_ess_base_jobid")
+            .or_else(|| get("PMIX_NAMESPACE"))
+            .map(|id| format!("ompi:{id}")),
+        Launcher::Slurm => get("SLURM_JOB_ID")
+            .map(|job| format!("slurm:{job}:{}", get("SLURM_STEP_ID").unwrap_or(""))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn found(pairs: &[(&str, &str)]) -> RankEnv {
+        rank_env(&env(pairs)).unwrap().unwrap()
+    }
+
+    fn error(pairs: &[(&str, &str)]) -> Error {
+        rank_env(&env(pairs)).unwrap_err()
+    }
+
+    #[test]
+    fn nothing_set_is_no_launcher() {
+        assert_eq!(rank_env(&env(&[("HOME", "/root")])).unwrap(), None);
+        // an allocation shell sets the task count but no task id: not launched
+        assert_eq!(rank_env(&env(&[("SLURM_NTASKS", "4")])).unwrap(), None);
+        assert_eq!(rank_env(&env(&[("RANK", " ")])).unwrap(), None);
+    }
+
+    #[test]
+    fn iris_run() {
+        let e = found(&[
+            ("IRIS_RANK", "3"),
+            ("IRIS_WORLD_SIZE", "8"),
+            ("IRIS_LOCAL_RANK", "3"),
+            ("IRIS_LOCAL_WORLD_SIZE", "8"),
+            ("IRIS_JOB_ID", "job-1"),
+        ]);
+        assert_eq!(e.launcher, Launcher::Iris);
+        assert_eq!((e.rank, e.world_size), (3, 8));
+        assert_eq!((e.local_rank, e.local_world_size), (Some(3), Some(8)));
+        assert_eq!(e.job_id.as_deref(), Some("job-1"));
+        assert_eq!(e.vars, ("IRIS_RANK", "IRIS_WORLD_SIZE"));
+    }
+
+    #[test]
+    fn torchrun() {
+        let e = found(&[
+            ("RANK", "5"),
+            ("WORLD_SIZE", "16"),
+            ("LOCAL_RANK", "1"),
+            ("LOCAL_WORLD_SIZE", "4"),
+            ("TORCHELASTIC_RUN_ID", "abc"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "29500"),
+            ("TORCHELASTIC_RESTART_COUNT", "0"),
+        ]);
+        assert_eq!(e.launcher, Launcher::Torchrun);
+        assert_eq!(
+            (e.rank, e.world_size, e.local_rank, e.local_world_size),
+            (5, 16, Some(1), Some(4))
+        );
+        assert_eq!(e.job_id.as_deref(), Some("torchrun:abc:127.0.0.1:29500:0"));
+        let bare = found(&[("RANK", "0"), ("WORLD_SIZE", "1")]);
+        assert_eq!(bare.job_id, None);
+        assert_eq!(bare.local_rank, None);
+    }
+
+    #[test]
+    fn open_mpi_and_slurm() {
+        let e = found(&[
+            ("OMPI_COMM_WORLD_RANK", "2"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+            ("OMPI_MCA_ess_base_jobid", "12345"),
+        ]);
+        assert_eq!(e.launcher, Launcher::OpenMpi);
+        assert_eq!(
+            (e.rank, e.world_size, e.local_rank, e.local_world_size),
+            (2, 4, Some(2), Some(4))
+        );
+        assert_eq!(e.job_id.as_deref(), Some("ompi:12345"));
+
+        let e = found(&[
+            ("SLURM_PROCID", "6"),
+            ("SLURM_NTASKS", "7"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_NODEID", "3"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2(x3),1"),
+            ("SLURM_JOB_ID", "99"),
+            ("SLURM_STEP_ID", "0"),
+        ]);
+        assert_eq!(e.launcher, Launcher::Slurm);
+        assert_eq!(
+            (e.rank, e.world_size, e.local_rank, e.local_world_size),
+            (6, 7, Some(0), Some(1))
+        );
+        assert_eq!(e.job_id.as_deref(), Some("slurm:99:0"));
+        let e = found(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "7"),
+            ("SLURM_NODEID", "0"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2(x3),1"),
+        ]);
+        assert_eq!(e.local_world_size, Some(2));
+    }
+
+    #[test]
+    fn the_innermost_launcher_wins() {
+        // srun started torchrun, which started this process
+        let e = found(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("RANK", "9"),
+            ("WORLD_SIZE", "16"),
+            ("IRIS_JOB_ID", "forced"),
+        ]);
+        assert_eq!(e.launcher, Launcher::Torchrun);
+        assert_eq!((e.rank, e.world_size), (9, 16));
+        assert_eq!(e.job_id.as_deref(), Some("forced"));
+        let e = found(&[
+            ("RANK", "9"),
+            ("WORLD_SIZE", "16"),
+            ("IRIS_RANK", "0"),
+            ("IRIS_WORLD_SIZE", "2"),
+        ]);
+        assert_eq!(e.launcher, Launcher::Iris);
+    }
+
+    fn names(err: &Error, var: &str, text: &str) {
+        match err {
+            Error::InvalidEnv { var: v, .. } => assert_eq!(*v, var, "{err}"),
+            other => panic!("not an env error: {other}"),
+        }
+        assert!(err.to_string().contains(text), "{err}");
+    }
+
+    #[test]
+    fn malformed_and_contradictory_values_name_the_variable() {
+        names(
+            &error(&[("RANK", "one"), ("WORLD_SIZE", "2")]),
+            "RANK",
+            "non-negative integer",
+        );
+        names(
+            &error(&[("RANK", "-1"), ("WORLD_SIZE", "2")]),
+            "RANK",
+            "non-negative integer",
+        );
+        names(
+            &error(&[("RANK", "0"), ("WORLD_SIZE", "2.5")]),
+            "WORLD_SIZE",
+            "integer",
+        );
+        names(
+            &error(&[("RANK", "0")]),
+            "WORLD_SIZE",
+            "RANK is set but WORLD_SIZE is not",
+        );
+        names(
+            &error(&[("RANK", "0"), ("WORLD_SIZE", "0")]),
+            "WORLD_SIZE",
+            "at least one rank",
+        );
+        names(
+            &error(&[("RANK", "4"), ("WORLD_SIZE", "4")]),
+            "RANK",
+            "rank 4 is not below WORLD_SIZE=4",
+        );
+        names(
+            &error(&[
+                ("OMPI_COMM_WORLD_RANK", "1"),
+                ("OMPI_COMM_WORLD_SIZE", "4"),
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ]),
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "local rank 2 is not below OMPI_COMM_WORLD_LOCAL_SIZE=2",
+        );
+        names(
+            &error(&[
+                ("RANK", "1"),
+                ("WORLD_SIZE", "4"),
+                ("LOCAL_WORLD_SIZE", "8"),
+            ]),
+            "LOCAL_WORLD_SIZE",
+            "between 1 and WORLD_SIZE=4",
+        );
+        names(
+            &error(&[
+                ("SLURM_PROCID", "1"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_LOCALID", "9"),
+            ]),
+            "SLURM_LOCALID",
+            "not below SLURM_NTASKS=4",
+        );
+        names(
+            &error(&[
+                ("SLURM_PROCID", "1"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_NODEID", "0"),
+                ("SLURM_STEP_TASKS_PER_NODE", "2(x"),
+            ]),
+            "SLURM_STEP_TASKS_PER_NODE",
+            "2(x3),1",
+        );
+        names(
+            &error(&[
+                ("SLURM_PROCID", "1"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_NODEID", "5"),
+                ("SLURM_STEP_TASKS_PER_NODE", "2(x2)"),
+            ]),
+            "SLURM_NODEID",
+            "lists 2 node(s)",
+        );
+        names(
+            &error(&[("IRIS_WORLD_SIZE", "2")]),
+            "IRIS_RANK",
+            "IRIS_WORLD_SIZE is set but IRIS_RANK is not",
+        );
+        names(
+            &error(&[
+                ("IRIS_RANK", "0"),
+                ("IRIS_WORLD_SIZE", "2"),
+                ("IRIS_JOB_ID", &"x".repeat(300)),
+            ]),
+            "IRIS_JOB_ID",
+            "at most 256 bytes",
+        );
+    }
+}
