@@ -2,5 +2,7 @@
 //! `ld.lld -shared`, PTX as NUL-terminated text.
 
 mod link;
+mod lld;
 
 pub use link::package;
+pub use lld::find_lld;

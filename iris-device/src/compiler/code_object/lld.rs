@@ -1,0 +1,117 @@
+//! Finding and running `ld.lld`, with temporary files that clean up after themselves.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where `ld.lld` is looked for, in order: `$IRIS_LLD`, `ld.lld-22` on `PATH`,
+/// `/usr/lib/llvm-22/bin/ld.lld`, `ld.lld` on `PATH`.
+pub fn find_lld() -> Result<PathBuf, String> {
+    find_lld_with(std::env::var_os("IRIS_LLD"))
+}
+
+fn find_lld_with(iris_lld: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
+    if let Some(p) = iris_lld.filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "IRIS_LLD names {}, which is not a file",
+                p.display()
+            ))
+        };
+    }
+    if let Some(p) = on_path("ld.lld-22") {
+        return Ok(p);
+    }
+    let fixed = Path::new("/usr/lib/llvm-22/bin/ld.lld");
+    if fixed.is_file() {
+        return Ok(fixed.to_path_buf());
+    }
+    if let Some(p) = on_path("ld.lld") {
+        return Ok(p);
+    }
+    Err(
+        "no LLVM linker found: looked for $IRIS_LLD, `ld.lld-22` on PATH, \
+         /usr/lib/llvm-22/bin/ld.lld and `ld.lld` on PATH; install it with \
+         `apt-get install lld-22` (or set IRIS_LLD to an ld.lld)"
+            .to_string(),
+    )
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// A file in the temporary directory, removed on drop.
+pub(super) struct TempFile(pub PathBuf);
+
+impl TempFile {
+    /// A fresh name unique to this process and call: `iris-<pid>-<n>.<ext>`.
+    pub fn new(ext: &str) -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("iris-{}-{n}.{ext}", std::process::id());
+        TempFile(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments.
+pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, String> {
+    let lld = find_lld()?;
+    let input = TempFile::new("o");
+    let output = TempFile::new("so");
+    std::fs::write(&input.0, object)
+        .map_err(|e| format!("cannot write {}: {e}", input.0.display()))?;
+    let out = Command::new(&lld)
+        .arg("-shared")
+        .args(extra)
+        .arg("-o")
+        .arg(&output.0)
+        .arg(&input.0)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", lld.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} -shared failed ({}): {}",
+            lld.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    std::fs::read(&output.0).map_err(|e| format!("cannot read {}: {e}", output.0.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iris_lld_must_name_a_file() {
+        let err = find_lld_with(Some("/nonexistent/ld.lld".into())).unwrap_err();
+        assert!(err.contains("IRIS_LLD"), "{err}");
+        // Unset or empty: the usual places (lld-22 is installed where tests run).
+        assert!(find_lld_with(None).is_ok());
+        assert!(find_lld_with(Some("".into())).is_ok());
+    }
+
+    #[test]
+    fn temporary_files_are_unique_and_removed() {
+        let (a, b) = (TempFile::new("o"), TempFile::new("o"));
+        assert_ne!(a.0, b.0);
+        std::fs::write(&a.0, b"x").unwrap();
+        let path = a.0.clone();
+        drop(a);
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,50 @@
+//! CPU specifics: coordinates and the barrier come from the launch context
+//! (`abi::CpuLaunchContext`, passed to every function as `%ctx`).
+
+use super::super::super::kernel_ir::Dim;
+use super::builder::FnBuilder;
+use super::intrinsics::Coord;
+
+/// Offset of `shared` in `CpuLaunchContext`.
+pub(super) const SHARED_OFFSET: u32 = 48;
+/// Offset of `barrier`.
+const BARRIER_OFFSET: u32 = 56;
+/// Offset of `barrier_state`.
+const BARRIER_STATE_OFFSET: u32 = 64;
+
+impl FnBuilder<'_> {
+    /// The launch context pointer (an error outside the CPU target).
+    pub fn cpu_ctx(&self) -> Result<String, String> {
+        self.ctx
+            .clone()
+            .ok_or_else(|| "the CPU launch context is missing".to_string())
+    }
+
+    /// A field of the launch context at `offset`.
+    pub fn cpu_ctx_field(&mut self, ty: &str, offset: u32, align: u32) -> Result<String, String> {
+        let ctx = self.cpu_ctx()?;
+        let p = self.def(&format!(
+            "getelementptr inbounds i8, ptr {ctx}, i64 {offset}"
+        ));
+        Ok(self.def(&format!("load {ty}, ptr {p}, align {align}")))
+    }
+
+    /// A coordinate: `[3 x u32]` arrays in the order thread, block, block size, grid size.
+    pub fn cpu_coord(&mut self, coord: Coord, dim: Dim) -> Result<String, String> {
+        let group = match coord {
+            Coord::ThreadIdx => 0,
+            Coord::BlockIdx => 1,
+            Coord::BlockDim => 2,
+            Coord::GridDim => 3,
+        };
+        self.cpu_ctx_field("i32", (group * 3 + dim.index() as u32) * 4, 4)
+    }
+
+    /// `ctx->barrier(ctx->barrier_state)`.
+    pub fn cpu_barrier(&mut self) -> Result<(), String> {
+        let f = self.cpu_ctx_field("ptr", BARRIER_OFFSET, 8)?;
+        let state = self.cpu_ctx_field("ptr", BARRIER_STATE_OFFSET, 8)?;
+        self.inst(&format!("call void {f}(ptr {state})"));
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! Kernel entry points and the parameter ABI (`crate::abi`).
+//!
+//! Each parameter takes argument slots: a scalar or vector one slot of its type (`bool` as
+//! a byte), a raw pointer one global pointer, a `Symmetric<T>` three (pointer, local base,
+//! table). GPU kernels take the slots as parameters (`amdgpu_kernel` / `ptx_kernel`);
+//! a CPU kernel is `void name(ptr ctx, ptr args)` and reads slot `i` through `args[i]`.
+//! The entry converts the slots to register values and calls the kernel's body.
+
+use super::super::super::kernel_ir::{Function, Scalar, Type};
+use super::arch::Arch;
+use super::function::body_symbol;
+use super::module::ATTR_KERNEL;
+use super::types;
+use crate::abi::TargetKind;
+use std::fmt::Write;
+
+/// How a parameter type is passed: the register type of each slot.
+fn slot_types(ty: &Type, arch: Arch) -> Result<Vec<String>, String> {
+    let g = arch.gptr().to_string();
+    Ok(match ty {
+        Type::Scalar(Scalar::Bool) => vec!["i8".to_string()],
+        Type::Scalar(_) | Type::Vector(_) => vec![types::reg_ty(ty, arch)?],
+        Type::Ptr { .. } => vec![g],
+        Type::Symmetric(_) => vec![g.clone(), "i64".to_string(), g],
+        other => return Err(format!("a kernel parameter cannot have type `{other}`")),
+    })
+}
+
+/// The entry point of kernel `func`.
+pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String> {
+    let mut body = String::new();
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    let mut slot = 0usize;
+    let cpu = arch.kind() == TargetKind::Cpu;
+    if cpu {
+        params.push("ptr %launch.ctx".to_string());
+        params.push("ptr %launch.args".to_string());
+        args.push("ptr %launch.ctx".to_string());
+    }
+    for (i, p) in func.params().iter().enumerate() {
+        let slots = slot_types(&p.ty, arch)
+            .map_err(|e| format!("parameter `{}` of kernel `{}`: {e}", p.name, func.name))?;
+        let mut vals = Vec::new();
+        let base = param_name(&p.name, i);
+        for (k, st) in slots.iter().enumerate() {
+            let name = match (slots.len(), k) {
+                (1, _) => format!("%{base}"),
+                (_, 0) => format!("%{base}.ptr"),
+                (_, 1) => format!("%{base}.base"),
+                _ => format!("%{base}.table"),
+            };
+            if cpu {
+                let align = slot_align(&p.ty, st)?;
+                let _ = writeln!(
+                    body,
+                    "  %slot.{slot} = getelementptr ptr, ptr %launch.args, i64 {slot}"
+                );
+                let _ = writeln!(
+                    body,
+                    "  %slot.{slot}.p = load ptr, ptr %slot.{slot}, align 8"
+                );
+                let _ = writeln!(
+                    body,
+                    "  {name} = load {st}, ptr %slot.{slot}.p, align {align}"
+                );
+            } else {
+                params.push(format!("{st} {name}"));
+            }
+            vals.push(name);
+            slot += 1;
+        }
+        let reg = types::reg_ty(&p.ty, arch)?;
+        let value = match &p.ty {
+            Type::Scalar(Scalar::Bool) => {
+                let _ = writeln!(body, "  %v.{i} = icmp ne i8 {}, 0", vals[0]);
+                format!("%v.{i}")
+            }
+            Type::Ptr { .. } if arch.is_gpu() => {
+                let _ = writeln!(
+                    body,
+                    "  %v.{i} = addrspacecast {} {} to ptr",
+                    arch.gptr(),
+                    vals[0]
+                );
+                format!("%v.{i}")
+            }
+            Type::Symmetric(_) => {
+                let mut acc = "poison".to_string();
+                for (k, (v, st)) in vals.iter().zip(&slots).enumerate() {
+                    let _ = writeln!(
+                        body,
+                        "  %v.{i}.{k} = insertvalue {reg} {acc}, {st} {v}, {k}"
+                    );
+                    acc = format!("%v.{i}.{k}");
+                }
+                acc
+            }
+            _ => vals[0].clone(),
+        };
+        args.push(format!("{reg} {value}"));
+    }
+    let cc = match arch.kind() {
+        TargetKind::Amdgpu => "amdgpu_kernel ",
+        TargetKind::Nvptx => "ptx_kernel ",
+        TargetKind::Cpu => "",
+    };
+    Ok(format!(
+        "define {cc}void {}({}) {ATTR_KERNEL} {{\nentry:\n{body}  call void {}({})\n  ret void\n}}\n",
+        types::global_name(&func.name),
+        params.join(", "),
+        body_symbol(&func.name),
+        args.join(", ")
+    ))
+}
+
+/// The LLVM name of parameter `i` (its Rust name where that is a plain identifier).
+fn param_name(name: &str, i: usize) -> String {
+    let plain = types::ident_part(name);
+    if plain == name && !plain.is_empty() {
+        plain
+    } else {
+        format!("{plain}.{i}")
+    }
+}
+
+/// Alignment of a CPU argument slot's value: the slot holds a value of the Rust type.
+fn slot_align(ty: &Type, slot_ty: &str) -> Result<u32, String> {
+    Ok(match ty {
+        Type::Symmetric(_) | Type::Ptr { .. } => 8,
+        Type::Scalar(Scalar::Bool) => 1,
+        _ => types::align_of(ty).map_err(|e| format!("{e} (slot `{slot_ty}`)"))?,
+    })
+}

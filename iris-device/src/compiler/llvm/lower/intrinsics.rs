@@ -1,0 +1,188 @@
+//! Device intrinsics: dispatch to the per-target parts, vector construction and lanes,
+//! and math functions.
+
+use super::super::super::kernel_ir::{Dim, Expr, Intrinsic, MathFn, Scalar, Type};
+use super::builder::FnBuilder;
+use super::types;
+use crate::abi::TargetKind;
+
+/// Which coordinate.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Coord {
+    /// `threadIdx`.
+    ThreadIdx,
+    /// `blockIdx`.
+    BlockIdx,
+    /// `blockDim`.
+    BlockDim,
+    /// `gridDim`.
+    GridDim,
+}
+
+impl FnBuilder<'_> {
+    /// Lowers an intrinsic call `e`.
+    pub fn intrinsic(&mut self, e: &Expr, op: &Intrinsic, args: &[Expr]) -> Result<String, String> {
+        match op {
+            Intrinsic::ThreadIdx(d) => self.coord(Coord::ThreadIdx, *d),
+            Intrinsic::BlockIdx(d) => self.coord(Coord::BlockIdx, *d),
+            Intrinsic::BlockDim(d) => self.coord(Coord::BlockDim, *d),
+            Intrinsic::GridDim(d) => self.coord(Coord::GridDim, *d),
+            Intrinsic::SyncThreads => {
+                match self.arch().kind() {
+                    TargetKind::Amdgpu => self.amdgpu_barrier(),
+                    TargetKind::Nvptx => self.ptx_barrier(),
+                    TargetKind::Cpu => self.cpu_barrier()?,
+                }
+                Ok(String::new())
+            }
+            Intrinsic::Fence { order, scope } => Ok(self.fence(*order, *scope)),
+            Intrinsic::SharedArray { index } => self.shared_array(*index),
+            Intrinsic::PtrOffset => self.ptr_offset(args),
+            Intrinsic::SymOffset => self.sym_offset(args),
+            Intrinsic::SymLocal => self.sym_local(args),
+            Intrinsic::SymCast => match args {
+                [s] => self.expr(s),
+                _ => Err("`cast` takes a symmetric pointer".into()),
+            },
+            Intrinsic::RemoteLoad => self.remote_load(args),
+            Intrinsic::RemoteStore => self.remote_store(args),
+            Intrinsic::Get => self.get(args),
+            Intrinsic::Put => self.put(args),
+            Intrinsic::Copy => self.copy(args),
+            Intrinsic::AtomicRmw { op, order, scope } => self.atomic_rmw(*op, *order, *scope, args),
+            Intrinsic::AtomicCas { order, scope } => self.atomic_cas(*order, *scope, args),
+            Intrinsic::AtomicLoad { order, scope } => self.atomic_load(*order, *scope, args),
+            Intrinsic::AtomicStore { order, scope } => self.atomic_store(*order, *scope, args),
+            Intrinsic::VecNew => self.vec_new(&e.ty, args),
+            Intrinsic::VecSplat => self.vec_splat(&e.ty, args),
+            Intrinsic::VecGet(lane) => self.vec_get(*lane, args),
+            Intrinsic::Math(f) => self.math(*f, &e.ty, args),
+        }
+    }
+
+    fn coord(&mut self, coord: Coord, dim: Dim) -> Result<String, String> {
+        match self.arch().kind() {
+            TargetKind::Amdgpu => Ok(self.amdgpu_coord(coord, dim)),
+            TargetKind::Nvptx => Ok(self.ptx_coord(coord, dim)),
+            TargetKind::Cpu => self.cpu_coord(coord, dim),
+        }
+    }
+
+    fn vec_new(&mut self, ty: &Type, args: &[Expr]) -> Result<String, String> {
+        let Type::Vector(v) = ty else {
+            return Err(format!("vector constructor of type `{ty}`"));
+        };
+        if args.len() != v.lanes as usize {
+            return Err(format!(
+                "`{}::new` takes {} lanes, got {}",
+                v.name(),
+                v.lanes,
+                args.len()
+            ));
+        }
+        let t = types::vector_ty(*v);
+        let et = types::scalar_ty(v.elem);
+        let mut acc = "poison".to_string();
+        for (lane, a) in args.iter().enumerate() {
+            let x = self.expr(a)?;
+            acc = self.def(&format!("insertelement {t} {acc}, {et} {x}, i32 {lane}"));
+        }
+        Ok(acc)
+    }
+
+    fn vec_splat(&mut self, ty: &Type, args: &[Expr]) -> Result<String, String> {
+        let (Type::Vector(v), [a]) = (ty, args) else {
+            return Err(format!("`splat` of type `{ty}` takes one value"));
+        };
+        let t = types::vector_ty(*v);
+        let et = types::scalar_ty(v.elem);
+        let x = self.expr(a)?;
+        let one = self.def(&format!("insertelement {t} poison, {et} {x}, i32 0"));
+        Ok(self.def(&format!(
+            "shufflevector {t} {one}, {t} poison, <{} x i32> zeroinitializer",
+            v.lanes
+        )))
+    }
+
+    fn vec_get(&mut self, lane: u32, args: &[Expr]) -> Result<String, String> {
+        let [a] = args else {
+            return Err("`get` takes one vector".into());
+        };
+        let Type::Vector(v) = &a.ty else {
+            return Err(format!("`get` on `{}`", a.ty));
+        };
+        if lane >= v.lanes {
+            return Err(format!(
+                "lane {lane} of `{}`, which has {} lanes",
+                v.name(),
+                v.lanes
+            ));
+        }
+        let t = types::vector_ty(*v);
+        let x = self.expr(a)?;
+        Ok(self.def(&format!("extractelement {t} {x}, i32 {lane}")))
+    }
+
+    /// `sqrt`, `abs`, `min`, `max` on floats (IEEE `minNum`/`maxNum`, as Rust's `f32::min`)
+    /// and integers.
+    fn math(&mut self, f: MathFn, ty: &Type, args: &[Expr]) -> Result<String, String> {
+        let mut vals = Vec::new();
+        for a in args {
+            vals.push(self.expr(a)?);
+        }
+        let half = matches!(ty, Type::Scalar(Scalar::F16 | Scalar::BF16));
+        if half && self.arch().kind() == TargetKind::Cpu {
+            // The CPU has no 16-bit float math; LLVM would call libm's `fminf` and the
+            // like. Through `f32` the result is exact (min, max, abs) or correctly
+            // rounded (sqrt).
+            let t = self.reg_ty(ty)?;
+            let wide: Vec<String> = vals
+                .iter()
+                .map(|v| self.def(&format!("fpext {t} {v} to float")))
+                .collect();
+            let r = self.math_values(f, &Type::Scalar(Scalar::F32), wide)?;
+            return Ok(self.def(&format!("fptrunc float {r} to {t}")));
+        }
+        self.math_values(f, ty, vals)
+    }
+
+    fn math_values(
+        &mut self,
+        f: MathFn,
+        ty: &Type,
+        mut vals: Vec<String>,
+    ) -> Result<String, String> {
+        let s = types::elem_scalar(ty).ok_or_else(|| format!("math function on `{ty}`"))?;
+        let t = self.reg_ty(ty)?;
+        let sfx = types::suffix(ty)?;
+        let (name, extra) = match (f, s.is_float(), vals.len()) {
+            (MathFn::Sqrt, true, 1) => ("sqrt", ""),
+            (MathFn::Abs, true, 1) => ("fabs", ""),
+            (MathFn::Min, true, 2) => ("minnum", ""),
+            (MathFn::Max, true, 2) => ("maxnum", ""),
+            (MathFn::Abs, false, 1) if s.is_signed() => ("abs", ", i1 false"),
+            (MathFn::Abs, false, 1) if s.is_int() => return Ok(vals.remove(0)),
+            (MathFn::Min, false, 2) if s.is_int() => {
+                (if s.is_signed() { "smin" } else { "umin" }, "")
+            }
+            (MathFn::Max, false, 2) if s.is_int() => {
+                (if s.is_signed() { "smax" } else { "umax" }, "")
+            }
+            _ => {
+                return Err(format!(
+                    "{f:?} with {} argument(s) is not defined on `{ty}`",
+                    vals.len()
+                ))
+            }
+        };
+        let full = format!("llvm.{name}.{sfx}");
+        let params: Vec<&str> = vals.iter().map(|_| t.as_str()).collect();
+        let mut decl_params = params.join(", ");
+        if !extra.is_empty() {
+            decl_params.push_str(", i1");
+        }
+        self.m.declare(&full, &t, &decl_params);
+        let ops: Vec<String> = vals.iter().map(|v| format!("{t} {v}")).collect();
+        Ok(self.def(&format!("call {t} @{full}({}{extra})", ops.join(", "))))
+    }
+}

@@ -1,0 +1,124 @@
+//! The unit-level parts of an LLVM module: header, globals, declarations, helpers,
+//! attribute groups and metadata, and the assembly of the final text.
+
+use super::arch::Arch;
+use super::helpers::Helper;
+use crate::abi::TargetKind;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// Attribute group of kernel entry points.
+pub(super) const ATTR_KERNEL: &str = "#0";
+/// Attribute group of device functions and helpers.
+pub(super) const ATTR_FUNCTION: &str = "#1";
+/// Attribute group of kernel bodies (called once, from the entry point).
+pub(super) const ATTR_BODY: &str = "#2";
+/// The empty metadata node `!invariant.load` refers to.
+pub(super) const INVARIANT: &str = "!0";
+
+/// What the functions of a module share: the target, and what they ask the module to hold.
+pub(super) struct ModuleCtx {
+    /// The target.
+    pub arch: Arch,
+    declarations: BTreeMap<String, String>,
+    globals: Vec<String>,
+    helpers: BTreeSet<Helper>,
+    /// Whether any `half`/`bfloat` value was lowered (the CPU then needs conversions).
+    pub uses_half: bool,
+}
+
+impl ModuleCtx {
+    /// An empty module for `arch`.
+    pub fn new(arch: Arch) -> Self {
+        ModuleCtx {
+            arch,
+            declarations: BTreeMap::new(),
+            globals: Vec::new(),
+            helpers: BTreeSet::new(),
+            uses_half: false,
+        }
+    }
+
+    /// Declares an external function (an LLVM intrinsic) once: `ret @name(params)`.
+    pub fn declare(&mut self, name: &str, ret: &str, params: &str) {
+        self.declarations
+            .entry(name.to_string())
+            .or_insert_with(|| format!("declare {ret} @{name}({params})"));
+    }
+
+    /// Adds a global variable definition.
+    pub fn global(&mut self, text: String) {
+        self.globals.push(text);
+    }
+
+    /// Asks for a helper function to be defined; returns its symbol.
+    pub fn helper(&mut self, helper: Helper) -> String {
+        let name = helper.symbol();
+        self.helpers.insert(helper);
+        name
+    }
+
+    /// Assembles the module text from the lowered function definitions.
+    pub fn finish(mut self, unit_name: &str, functions: &[String]) -> String {
+        if self.arch.kind() == TargetKind::Cpu && self.uses_half {
+            for h in Helper::CPU_HALF_CONVERSIONS {
+                self.helpers.insert(h);
+            }
+        }
+        let mut out = String::new();
+        let name = unit_name.replace(['"', '\\'], "_");
+        let _ = writeln!(out, "; ModuleID = '{name}'");
+        let _ = writeln!(out, "source_filename = \"{name}\"");
+        let _ = writeln!(out, "target datalayout = \"{}\"", self.arch.datalayout());
+        let _ = writeln!(out, "target triple = \"{}\"\n", self.arch.target.triple());
+        for g in &self.globals {
+            let _ = writeln!(out, "{g}");
+        }
+        if !self.globals.is_empty() {
+            out.push('\n');
+        }
+        for f in functions {
+            let _ = writeln!(out, "{f}");
+        }
+        let helpers: Vec<Helper> = self.helpers.iter().copied().collect();
+        for h in helpers {
+            let _ = writeln!(out, "{}", h.definition(&mut self));
+        }
+        for d in self.declarations.values() {
+            let _ = writeln!(out, "{d}");
+        }
+        out.push('\n');
+        let kernel_extra = match self.arch.kind() {
+            TargetKind::Amdgpu => " \"amdgpu-flat-work-group-size\"=\"1,1024\"",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "attributes {ATTR_KERNEL} = {{ nounwind \"no-builtins\"{kernel_extra} }}"
+        );
+        let _ = writeln!(
+            out,
+            "attributes {ATTR_FUNCTION} = {{ nounwind \"no-builtins\" }}"
+        );
+        let _ = writeln!(
+            out,
+            "attributes {ATTR_BODY} = {{ alwaysinline nounwind \"no-builtins\" }}\n"
+        );
+        let _ = writeln!(out, "{INVARIANT} = !{{}}");
+        match self.arch.kind() {
+            TargetKind::Amdgpu => {
+                let _ = writeln!(out, "!llvm.module.flags = !{{!1}}");
+                let _ = writeln!(
+                    out,
+                    "!1 = !{{i32 1, !\"amdhsa_code_object_version\", i32 500}}"
+                );
+            }
+            TargetKind::Cpu => {
+                let _ = writeln!(out, "!llvm.module.flags = !{{!1}}");
+                let _ = writeln!(out, "!1 = !{{i32 8, !\"PIC Level\", i32 2}}");
+            }
+            TargetKind::Nvptx => {}
+        }
+        out
+    }
+}

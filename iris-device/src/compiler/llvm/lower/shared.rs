@@ -1,0 +1,81 @@
+//! Block-shared arrays (`shared_array::<T, N>()`): address-space-3 globals on GPUs, slices
+//! of the launch context's `shared` block on the CPU (each array 16-byte aligned, in the
+//! function's order).
+
+use super::super::super::kernel_ir::SharedArray;
+use super::builder::FnBuilder;
+use super::cpu::SHARED_OFFSET;
+use super::types;
+
+/// Alignment of every shared array.
+pub const SHARED_ALIGN: u64 = 16;
+
+/// The byte offset of each of `arrays` in the CPU shared block, and the total size.
+pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), String> {
+    let mut offsets = Vec::with_capacity(arrays.len());
+    let mut end = 0u64;
+    for a in arrays {
+        let size = a
+            .elem
+            .size()
+            .ok_or_else(|| format!("shared array of `{}`", a.elem))?;
+        let start = end.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
+        offsets.push(start);
+        end = start + u64::from(size) * a.len;
+    }
+    Ok((offsets, end))
+}
+
+impl FnBuilder<'_> {
+    /// The symbol of a GPU shared array of the current function.
+    fn shared_symbol(&self, index: usize) -> String {
+        types::global_name(&format!("__iris_shared_{}_{index}", self.func.name))
+    }
+
+    /// Defines the GPU globals of the current function's shared arrays.
+    pub fn define_shared_arrays(&mut self) -> Result<(), String> {
+        if !self.arch().is_gpu() {
+            return Ok(());
+        }
+        let func = self.func;
+        for (i, a) in func.shared_arrays.iter().enumerate() {
+            let et = self.mem_ty(&a.elem)?;
+            let sym = self.shared_symbol(i);
+            self.m.global(format!(
+                "{sym} = internal addrspace(3) global [{} x {et}] undef, align {SHARED_ALIGN}",
+                a.len
+            ));
+        }
+        Ok(())
+    }
+
+    /// A generic pointer to the first element of shared array `index`.
+    pub fn shared_array(&mut self, index: usize) -> Result<String, String> {
+        let func = self.func;
+        if index >= func.shared_arrays.len() {
+            return Err(format!(
+                "shared array #{index} of `{}` does not exist",
+                func.name
+            ));
+        }
+        if self.arch().is_gpu() {
+            let sym = self.shared_symbol(index);
+            return Ok(self.def(&format!("addrspacecast ptr addrspace(3) {sym} to ptr")));
+        }
+        if !func.is_kernel {
+            // The CPU block's shared memory is laid out per kernel (the kernel's own arrays
+            // from offset 0); a device function's arrays would alias them.
+            return Err(format!(
+                "`shared_array` in device function `{}` is not supported on the CPU target: \
+                 declare the array in the kernel and pass the pointer",
+                func.name
+            ));
+        }
+        let (offsets, _) = cpu_layout(&func.shared_arrays)?;
+        let base = self.cpu_ctx_field("ptr", SHARED_OFFSET, 8)?;
+        Ok(self.def(&format!(
+            "getelementptr inbounds i8, ptr {base}, i64 {}",
+            offsets[index]
+        )))
+    }
+}

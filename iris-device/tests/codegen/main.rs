@@ -1,0 +1,15 @@
+//! Codegen tests: kernels compiled for every target, read back with LLVM's tools.
+
+mod abi;
+mod atomics;
+mod common;
+mod control;
+mod cpu_run;
+mod everywhere;
+mod hoisting;
+mod kernels;
+mod semantics;
+mod smoke;
+mod source;
+mod symmetric;
+mod vectors;
