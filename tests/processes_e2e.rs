@@ -1,0 +1,202 @@
+//! The same kernels with ranks as processes: every provider (heap, per-allocation IPC,
+//! external adoption of memory another system exchanged) at 2, 4 and 8 processes, on the
+//! CPU backend and on every GPU backend present. Each process is this test binary again,
+//! started with the launcher's environment (`IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_JOB_ID`)
+//! and `IRIS_E2E_ROLE`; without that variable `child` does nothing.
+
+mod common;
+
+use common::backends;
+use iris::prelude::*;
+use iris::{LaunchConfig, ProviderKind, World};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROLE: &str = "IRIS_E2E_ROLE";
+
+/// Every rank pushes its `n` inputs into slot `me` of every peer's `out`.
+#[iris::kernel]
+pub fn push(input: *const f32, out: Symmetric<f32>, n: u64, me: u32, world: u32) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+    if i < n {
+        let v = unsafe { *input.add(i as usize) };
+        for peer in 0..world {
+            iris::store(out.add((me as u64 * n + i) as usize), v, peer);
+        }
+    }
+}
+
+/// Every thread adds one to every rank's counter, at system scope.
+#[iris::kernel]
+pub fn count(counter: Symmetric<u32>, world: u32) {
+    for peer in 0..world {
+        iris::atomic_add(counter, 1, peer, Ordering::Relaxed, Scope::System);
+    }
+}
+
+/// Every rank's address of one allocation (what an external system's exchange yields).
+fn peers_of<T: iris::Pod>(b: &iris::SymmetricBuffer<'_, T>, world: usize) -> Vec<u64> {
+    (0..world).map(|r| b.peer_addr(r).unwrap_or(0)).collect()
+}
+
+fn input_of(rank: usize, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (rank * 100_000 + i) as f32 * 0.5 - 3.0)
+        .collect()
+}
+
+/// One rank's work: all-gather and an atomic counter over memory of `provider`.
+fn rank_main(provider: ProviderKind) -> iris::Result<String> {
+    let results = World::from_env()?.heap_bytes(8 << 20).run(|iris| {
+        let (me, world) = (iris.rank(), iris.world_size());
+        let n = 1000usize;
+        let input = iris.from_slice(&input_of(me, n))?;
+        let poison = vec![f32::NAN; n * world];
+        let counter_init = [0u32];
+        // The memory of the chosen provider. External adopts what the IPC provider
+        // exchanged, as a PyTorch symmetric tensor's peer pointers would be adopted.
+        let backing_out;
+        let backing_counter;
+        let (out, counter) = match provider {
+            ProviderKind::External => {
+                backing_out = iris.symmetric_from_slice_with(ProviderKind::Ipc, &poison)?;
+                backing_counter =
+                    iris.symmetric_from_slice_with(ProviderKind::Ipc, &counter_init)?;
+                // SAFETY: the addresses are the IPC provider's live mappings of one
+                // allocation per rank, kept alive by `backing_*` until the end.
+                unsafe {
+                    (
+                        iris.adopt_external::<f32>(
+                            backing_out.local_ptr().addr(),
+                            &peers_of(&backing_out, world),
+                            n * world,
+                        )?,
+                        iris.adopt_external::<u32>(
+                            backing_counter.local_ptr().addr(),
+                            &peers_of(&backing_counter, world),
+                            1,
+                        )?,
+                    )
+                }
+            }
+            kind => (
+                iris.symmetric_from_slice_with(kind, &poison)?,
+                iris.symmetric_from_slice_with(kind, &counter_init)?,
+            ),
+        };
+        iris.barrier()?;
+        push::launch(
+            iris,
+            LaunchConfig::for_elements(n as u64, 128),
+            &input,
+            &out,
+            n as u64,
+            me as u32,
+            world as u32,
+        )?;
+        count::launch(iris, (2, 64), &counter, world as u32)?;
+        iris.barrier()?;
+        let got = out.to_vec()?;
+        for r in 0..world {
+            if got[r * n..(r + 1) * n] != input_of(r, n)[..] {
+                return Err(iris::Error::InvalidConfig(format!(
+                    "rank {me}: slot of rank {r} is wrong"
+                )));
+            }
+        }
+        let c = counter.to_vec()?[0];
+        if c as usize != world * 128 {
+            return Err(iris::Error::InvalidConfig(format!(
+                "rank {me}: counter {c}, want {}",
+                world * 128
+            )));
+        }
+        iris.barrier()?;
+        Ok(format!(
+            "rank {me} of {world} ok on {} ({:?})",
+            iris.backend_kind(),
+            provider
+        ))
+    })?;
+    Ok(results.join(", "))
+}
+
+#[test]
+fn child() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let provider = match role.as_str() {
+        "heap" => ProviderKind::Heap,
+        "ipc" => ProviderKind::Ipc,
+        _ => ProviderKind::External,
+    };
+    match rank_main(provider) {
+        Ok(msg) => println!("E2E-OK {msg}"),
+        Err(e) => {
+            eprintln!("E2E-ERROR {e}");
+            std::process::exit(3);
+        }
+    }
+}
+
+fn run_job(backend: iris::BackendKind, role: &str, world: usize) -> Vec<(bool, String)> {
+    let exe = std::env::current_exe().expect("current_exe");
+    let job = format!("e2e-{}-{role}-{world}-{}", std::process::id(), backend);
+    let children: Vec<_> = (0..world)
+        .map(|rank| {
+            Command::new(&exe)
+                .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+                .env(ROLE, role)
+                .env("IRIS_BACKEND", backend.name())
+                .env("IRIS_TIMEOUT", "20")
+                .env("IRIS_RANK", rank.to_string())
+                .env("IRIS_WORLD_SIZE", world.to_string())
+                .env("IRIS_LOCAL_RANK", rank.to_string())
+                .env("IRIS_LOCAL_WORLD_SIZE", world.to_string())
+                .env("IRIS_JOB_ID", &job)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn rank")
+        })
+        .collect();
+    let start = Instant::now();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "job took {:?}",
+        start.elapsed()
+    );
+    outs.into_iter()
+        .map(|o| {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            (o.status.success() && text.contains("E2E-OK"), text)
+        })
+        .collect()
+}
+
+#[test]
+fn every_provider_at_2_4_8_processes() {
+    for backend in backends() {
+        for role in ["heap", "ipc", "external"] {
+            for world in [2usize, 4, 8] {
+                let ranks = run_job(backend, role, world);
+                for (rank, (ok, text)) in ranks.iter().enumerate() {
+                    assert!(
+                        ok,
+                        "{backend} {role} at {world} processes, rank {rank} failed:\n{text}"
+                    );
+                }
+                eprintln!("{backend} {role} at {world} processes: all-gather and counter correct");
+            }
+        }
+    }
+}
