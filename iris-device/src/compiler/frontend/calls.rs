@@ -438,79 +438,29 @@ impl FnBuilder<'_> {
             "atomic_add" | "atomic_sub" | "atomic_and" | "atomic_or" | "atomic_xor"
             | "atomic_min" | "atomic_max" | "atomic_xchg" => self.atomic_rmw(name, c, span),
             "atomic_cas" => {
-                self.arity(c, name, 6)?;
-                let order = ordering_arg(&c.args[4])?;
-                let scope = scope_arg(&c.args[5])?;
-                let args: Vec<Expr> = c
-                    .args
-                    .iter()
-                    .take(4)
-                    .map(|a| self.expr_tree(a))
-                    .collect::<Result<_, _>>()?;
-                let elem = self.symmetric_elem(&args[0])?;
+                let (args, elem, order, scope) = self.atomic_operands(name, c, 4)?;
                 self.atomic_type(&elem, true, name, args[0].span)?;
                 self.expect(&args[1], &elem)?;
                 self.expect(&args[2], &elem)?;
-                self.expect(&args[3], &u32t)?;
-                Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::AtomicCas { order, scope },
-                        args,
-                    },
-                    elem,
-                    span,
-                ))
+                let op = Intrinsic::AtomicCas { order, scope };
+                Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
             }
             "atomic_load" => {
-                self.arity(c, name, 4)?;
-                let order = ordering_arg(&c.args[2])?;
+                let (args, elem, order, scope) = self.atomic_operands(name, c, 2)?;
                 if matches!(order, MemOrder::Release | MemOrder::AcqRel) {
                     return Err(CompileError::new(c.args[2].span(), "an atomic load cannot be `Release` or `AcqRel`: use Relaxed, Acquire or SeqCst"));
                 }
-                let scope = scope_arg(&c.args[3])?;
-                let args: Vec<Expr> = c
-                    .args
-                    .iter()
-                    .take(2)
-                    .map(|a| self.expr_tree(a))
-                    .collect::<Result<_, _>>()?;
-                let elem = self.symmetric_elem(&args[0])?;
-                self.scalar_atomic(&elem, name, args[0].span)?;
-                self.expect(&args[1], &u32t)?;
-                Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::AtomicLoad { order, scope },
-                        args,
-                    },
-                    elem,
-                    span,
-                ))
+                let op = Intrinsic::AtomicLoad { order, scope };
+                Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
             }
             "atomic_store" => {
-                self.arity(c, name, 5)?;
-                let order = ordering_arg(&c.args[3])?;
+                let (args, elem, order, scope) = self.atomic_operands(name, c, 3)?;
                 if matches!(order, MemOrder::Acquire | MemOrder::AcqRel) {
                     return Err(CompileError::new(c.args[3].span(), "an atomic store cannot be `Acquire` or `AcqRel`: use Relaxed, Release or SeqCst"));
                 }
-                let scope = scope_arg(&c.args[4])?;
-                let args: Vec<Expr> = c
-                    .args
-                    .iter()
-                    .take(3)
-                    .map(|a| self.expr_tree(a))
-                    .collect::<Result<_, _>>()?;
-                let elem = self.symmetric_elem(&args[0])?;
-                self.scalar_atomic(&elem, name, args[0].span)?;
                 self.expect(&args[1], &elem)?;
-                self.expect(&args[2], &u32t)?;
-                Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::AtomicStore { order, scope },
-                        args,
-                    },
-                    Type::Unit,
-                    span,
-                ))
+                let op = Intrinsic::AtomicStore { order, scope };
+                Ok(self.expr(ExprKind::Intrinsic { op, args }, Type::Unit, span))
             }
             _ => Err(unknown_intrinsic(name, span)),
         }
@@ -522,7 +472,6 @@ impl FnBuilder<'_> {
         c: &syn::ExprCall,
         span: Span,
     ) -> Result<Expr, CompileError> {
-        self.arity(c, name, 5)?;
         let op = match name {
             "atomic_add" => RmwOp::Add,
             "atomic_sub" => RmwOp::Sub,
@@ -533,27 +482,41 @@ impl FnBuilder<'_> {
             "atomic_max" => RmwOp::Max,
             _ => RmwOp::Xchg,
         };
-        let order = ordering_arg(&c.args[3])?;
-        let scope = scope_arg(&c.args[4])?;
-        let args: Vec<Expr> = c
-            .args
-            .iter()
-            .take(3)
-            .map(|a| self.expr_tree(a))
-            .collect::<Result<_, _>>()?;
-        let elem = self.symmetric_elem(&args[0])?;
+        let (args, elem, order, scope) = self.atomic_operands(name, c, 3)?;
         let bits_only = !matches!(op, RmwOp::Add | RmwOp::Sub);
         self.atomic_type(&elem, bits_only, name, args[0].span)?;
         self.expect(&args[1], &elem)?;
-        self.expect(&args[2], &Type::Scalar(Scalar::U32))?;
-        Ok(self.expr(
-            ExprKind::Intrinsic {
-                op: Intrinsic::AtomicRmw { op, order, scope },
-                args,
-            },
-            elem,
-            span,
-        ))
+        let op = Intrinsic::AtomicRmw { op, order, scope };
+        Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
+    }
+
+    /// The operands every atomic shares: `values` arguments (the `Symmetric<T>` first,
+    /// the `u32` peer last), then a constant ordering and a constant scope. Returns the
+    /// value arguments, the element type, the ordering and the scope.
+    fn atomic_operands(
+        &mut self,
+        name: &str,
+        c: &syn::ExprCall,
+        values: usize,
+    ) -> Result<(Vec<Expr>, Type, MemOrder, MemScope), CompileError> {
+        self.arity(c, name, values + 2)?;
+        let order = ordering_arg(&c.args[values])?;
+        let scope = scope_arg(&c.args[values + 1])?;
+        let args: Vec<Expr> = c
+            .args
+            .iter()
+            .take(values)
+            .map(|a| self.expr_tree(a))
+            .collect::<Result<_, _>>()?;
+        let elem = self.symmetric_elem(&args[0])?;
+        if !matches!(elem, Type::Scalar(_)) {
+            return Err(CompileError::new(
+                args[0].span,
+                format!("`{name}` works on scalars, not `{elem}`"),
+            ));
+        }
+        self.expect(&args[values - 1], &Type::Scalar(Scalar::U32))?;
+        Ok((args, elem, order, scope))
     }
 
     fn atomic_type(
@@ -584,16 +547,6 @@ impl FnBuilder<'_> {
         Ok(())
     }
 
-    fn scalar_atomic(&self, elem: &Type, name: &str, span: Span) -> Result<(), CompileError> {
-        match elem {
-            Type::Scalar(_) => Ok(()),
-            _ => Err(CompileError::new(
-                span,
-                format!("`{name}` works on scalars, not `{elem}`"),
-            )),
-        }
-    }
-
     /// The element type of a `Symmetric<T>` argument.
     pub fn symmetric_elem(&self, e: &Expr) -> Result<Type, CompileError> {
         match self.infer.shallow(&e.ty) {
@@ -613,6 +566,12 @@ impl FnBuilder<'_> {
         span: Span,
     ) -> Result<Expr, CompileError> {
         self.arity(c, "shared_array", 0)?;
+        if !self.sigs[self.this].is_kernel {
+            return Err(CompileError::new(
+                span,
+                "`shared_array` is declared in kernels only: declare it in the kernel and pass the pointer to the device function",
+            ));
+        }
         let usage = "write `shared_array::<T, N>()` with an element type and a literal length";
         let syn::PathArguments::AngleBracketed(a) = generics else {
             return Err(CompileError::new(span, usage));
@@ -715,44 +674,46 @@ fn last_two(e: &syn::Expr) -> Option<(String, String)> {
     }
 }
 
+/// A constant written as `Type::Variant` (any path prefix), looked up in `variants`.
+fn constant_arg<T: Copy>(
+    e: &syn::Expr,
+    type_name: &str,
+    variants: &[(&str, T)],
+    usage: &str,
+) -> Result<T, CompileError> {
+    last_two(e)
+        .filter(|(ty, _)| ty == type_name)
+        .and_then(|(_, name)| {
+            variants
+                .iter()
+                .find(|(v, _)| *v == name)
+                .map(|(_, value)| *value)
+        })
+        .ok_or_else(|| CompileError::new(e.span(), usage))
+}
+
 /// `Ordering::Acquire` (any prefix) as a constant.
 fn ordering_arg(e: &syn::Expr) -> Result<MemOrder, CompileError> {
-    let err = || {
-        CompileError::new(
-            e.span(),
-            "the ordering must be written as a constant: `Ordering::Relaxed`, `Acquire`, `Release`, `AcqRel` or `SeqCst`",
-        )
-    };
-    let (ty, name) = last_two(e).ok_or_else(err)?;
-    if ty != "Ordering" {
-        return Err(err());
-    }
-    Ok(match name.as_str() {
-        "Relaxed" => MemOrder::Relaxed,
-        "Acquire" => MemOrder::Acquire,
-        "Release" => MemOrder::Release,
-        "AcqRel" => MemOrder::AcqRel,
-        "SeqCst" => MemOrder::SeqCst,
-        _ => return Err(err()),
-    })
+    constant_arg(
+        e,
+        "Ordering",
+        &[
+            ("Relaxed", MemOrder::Relaxed),
+            ("Acquire", MemOrder::Acquire),
+            ("Release", MemOrder::Release),
+            ("AcqRel", MemOrder::AcqRel),
+            ("SeqCst", MemOrder::SeqCst),
+        ],
+        "the ordering must be written as a constant: `Ordering::Relaxed`, `Acquire`, `Release`, `AcqRel` or `SeqCst`",
+    )
 }
 
 /// `Scope::System` (any prefix) as a constant.
 fn scope_arg(e: &syn::Expr) -> Result<MemScope, CompileError> {
-    let err = || {
-        CompileError::new(
-            e.span(),
-            "the scope must be written as a constant: `Scope::Block`, `Scope::Device` or `Scope::System` (use System across ranks)",
-        )
-    };
-    let (ty, name) = last_two(e).ok_or_else(err)?;
-    if ty != "Scope" {
-        return Err(err());
-    }
-    Ok(match name.as_str() {
-        "Block" => MemScope::Block,
-        "Device" => MemScope::Device,
-        "System" => MemScope::System,
-        _ => return Err(err()),
-    })
+    constant_arg(
+        e,
+        "Scope",
+        &[("Block", MemScope::Block), ("Device", MemScope::Device), ("System", MemScope::System)],
+        "the scope must be written as a constant: `Scope::Block`, `Scope::Device` or `Scope::System` (use System across ranks)",
+    )
 }
