@@ -37,23 +37,41 @@ pub fn compile_ir(
     targets: &[Target],
     dump: Option<PathBuf>,
 ) -> Result<CompiledUnit, CompileError> {
-    let mut objects = Vec::with_capacity(targets.len());
+    let span = ir_span(&ir);
+    // Lowering is cheap and needs the IR (which holds spans, so it stays on this thread);
+    // LLVM and the linker are the cost, and run for every target at once.
+    let mut lowered = Vec::with_capacity(targets.len());
     for &target in targets {
-        let text = llvm::lower_unit(&ir, target).map_err(|e| CompileError::new(ir_span(&ir), e))?;
-        let emitted = llvm::codegen(&text, target, &ir.name, dump.as_deref()).map_err(|e| {
-            CompileError::new(
-                ir_span(&ir),
-                format!("LLVM failed for {}: {e}", target.name()),
-            )
-        })?;
-        let object = code_object::package(target, &emitted).map_err(|e| {
-            CompileError::new(
-                ir_span(&ir),
-                format!("packaging for {} failed: {e}", target.name()),
-            )
-        })?;
-        objects.push((target, object));
+        let text = llvm::lower_unit(&ir, target).map_err(|e| CompileError::new(span, e))?;
+        lowered.push((target, text));
     }
+    let name = ir.name.clone();
+    let results: Vec<Result<(Target, Vec<u8>), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lowered
+            .iter()
+            .map(|(target, text)| {
+                let (target, name, dump) = (*target, &name, dump.as_deref());
+                scope.spawn(move || {
+                    let emitted = llvm::codegen(text, target, name, dump)
+                        .map_err(|e| format!("LLVM failed for {}: {e}", target.name()))?;
+                    let object = code_object::package(target, &emitted)
+                        .map_err(|e| format!("packaging for {} failed: {e}", target.name()))?;
+                    Ok((target, object))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("the code generator panicked".to_string()))
+            })
+            .collect()
+    });
+    let objects = results
+        .into_iter()
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| CompileError::new(span, e))?;
     Ok(CompiledUnit { ir, objects })
 }
 
