@@ -16,6 +16,7 @@
 #
 # Example: scripts/device-bundle.sh --release -p iris-host test:cuda_backend lib
 #
+# IRIS_BUNDLE_DIR names another bundle folder (default: .device-bundle).
 # Cargo's own environment applies (CARGO_TARGET_DIR, CARGO_BUILD_JOBS, ...). What travels to
 # the GPU machine (this bundle and the working tree together) must stay under 64 MiB.
 set -euo pipefail
@@ -23,7 +24,7 @@ set -euo pipefail
 trap 'echo "device-bundle: failed (line $LINENO)" >&2' ERR
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bundle="$root/.device-bundle"
+bundle="$root/${IRIS_BUNDLE_DIR:-.device-bundle}"
 limit_bytes=$((64 * 1024 * 1024))
 
 die() {

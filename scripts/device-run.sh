@@ -14,12 +14,13 @@
 #   IRIS_REQUIRE_GPU     set to 1 (default): GPU tests fail instead of skipping when the
 #                        backend does not open; set it empty to let them skip
 #   DEVICE_RUN_TIMEOUT   seconds one binary may run (default: 240)
+#   IRIS_BUNDLE_DIR      the bundle folder, relative to the repository root (default: .device-bundle)
 #   OUT                  when set, the whole log goes to $OUT/device-run.log and the table to
 #                        $OUT/summary.txt
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bundle="$root/.device-bundle"
+bundle="$root/${IRIS_BUNDLE_DIR:-.device-bundle}"
 manifest="$bundle/MANIFEST"
 timeout_s=${DEVICE_RUN_TIMEOUT:-240}
 export IRIS_BACKEND=${IRIS_BACKEND:-cuda}

@@ -133,7 +133,8 @@ fn device_functions_are_called() {
     let e = build_unit("m", &[(k, true), (bad.clone(), false), (bad, false)]).unwrap_err();
     assert!(e[0].message.contains("defined twice"));
     let k: syn::ItemFn = syn::parse_str("fn k(p: *mut f32) { tile(p); }").unwrap();
-    let h: syn::ItemFn = syn::parse_str("fn tile(p: *mut f32) { let s = shared_array::<f32, 4>(); }").unwrap();
+    let h: syn::ItemFn =
+        syn::parse_str("fn tile(p: *mut f32) { let s = shared_array::<f32, 4>(); }").unwrap();
     let e = build_unit("m", &[(k, true), (h, false)]).unwrap_err();
     assert!(e[0].message.contains("kernels only"), "{}", e[0].message);
 }
