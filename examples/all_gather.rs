@@ -32,7 +32,11 @@ struct Options {
 }
 
 fn parse_options() -> Result<Options, String> {
-    let mut opts = Options { ranks: vec![1, 2, 4, 8], elems: None, iters: 20 };
+    let mut opts = Options {
+        ranks: vec![1, 2, 4, 8],
+        elems: None,
+        iters: 20,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -40,14 +44,23 @@ fn parse_options() -> Result<Options, String> {
             "--ranks" => {
                 opts.ranks = value()?
                     .split(',')
-                    .map(|r| r.trim().parse::<usize>().map_err(|e| format!("--ranks: {e}")))
+                    .map(|r| {
+                        r.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--ranks: {e}"))
+                    })
                     .collect::<Result<_, _>>()?;
                 if opts.ranks.iter().any(|&r| r == 0) {
                     return Err("--ranks: a world has at least one rank".into());
                 }
             }
             "--elems" => opts.elems = Some(value()?.parse().map_err(|e| format!("--elems: {e}"))?),
-            "--iters" => opts.iters = value()?.parse::<usize>().map_err(|e| format!("--iters: {e}"))?.max(1),
+            "--iters" => {
+                opts.iters = value()?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--iters: {e}"))?
+                    .max(1)
+            }
             "-h" | "--help" => {
                 println!("usage: all_gather [--ranks 1,2,4,8] [--elems N per rank] [--iters K]");
                 std::process::exit(0);
@@ -75,24 +88,47 @@ fn run_rank(iris: &Iris, n: usize, iters: usize) -> iris::Result<RankResult> {
     let out = iris.symmetric_full::<f32>(n * world, f32::NAN)?;
     let config = LaunchConfig::for_elements(n as u64, 256);
 
-    all_gather::launch(iris, config, &input, &out, n as u64, me as u32, world as u32)?;
+    all_gather::launch(
+        iris,
+        config,
+        &input,
+        &out,
+        n as u64,
+        me as u32,
+        world as u32,
+    )?;
     iris.barrier()?;
     let everyone = iris.all_gather(input_host)?;
     let got = out.to_vec()?;
-    let correct = everyone.iter().enumerate().all(|(r, want)| got[r * n..(r + 1) * n] == want[..]);
+    let correct = everyone
+        .iter()
+        .enumerate()
+        .all(|(r, want)| got[r * n..(r + 1) * n] == want[..]);
 
     let mut times = Vec::with_capacity(iters);
     for _ in 0..iters {
         iris.barrier()?;
         let start = iris.record_event()?;
-        all_gather::launch(iris, config, &input, &out, n as u64, me as u32, world as u32)?;
+        all_gather::launch(
+            iris,
+            config,
+            &input,
+            &out,
+            n as u64,
+            me as u32,
+            world as u32,
+        )?;
         let end = iris.record_event()?;
         end.synchronize()?;
         times.push(start.elapsed_ms(&end)?);
     }
     iris.barrier()?;
     times.sort_by(f32::total_cmp);
-    Ok(RankResult { device: iris.device_info().name.clone(), correct, median_ms: times[times.len() / 2] })
+    Ok(RankResult {
+        device: iris.device_info().name.clone(),
+        correct,
+        median_ms: times[times.len() / 2],
+    })
 }
 
 fn main() -> ExitCode {
@@ -106,7 +142,9 @@ fn main() -> ExitCode {
     let mut all_correct = true;
     let mut rows = Vec::new();
     for &ranks in &opts.ranks {
-        let probe = World::threads(1).heap_bytes(1 << 20).run(|iris| Ok(iris.backend_kind()));
+        let probe = World::threads(1)
+            .heap_bytes(1 << 20)
+            .run(|iris| Ok(iris.backend_kind()));
         let backend = match probe {
             Ok(k) => k[0],
             Err(e) => {
@@ -114,9 +152,15 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let n = opts.elems.unwrap_or(if backend == BackendKind::Cpu { 1 << 16 } else { 1 << 20 });
+        let n = opts.elems.unwrap_or(if backend == BackendKind::Cpu {
+            1 << 16
+        } else {
+            1 << 20
+        });
         let heap = (n * ranks * 4).next_multiple_of(1 << 20) + (1 << 20);
-        let result = World::threads(ranks).heap_bytes(heap).run(|iris| run_rank(iris, n, opts.iters));
+        let result = World::threads(ranks)
+            .heap_bytes(heap)
+            .run(|iris| run_rank(iris, n, opts.iters));
         match result {
             Ok(per_rank) => {
                 let correct = per_rank.iter().all(|r| r.correct);
@@ -125,7 +169,15 @@ fn main() -> ExitCode {
                 // Each rank writes n elements to every rank.
                 let bytes_written = (n * 4 * ranks) as f64;
                 let gbps = bytes_written / (worst_ms as f64 * 1e-3) / 1e9;
-                rows.push((ranks, backend, per_rank[0].device.clone(), n * 4, worst_ms, gbps, correct));
+                rows.push((
+                    ranks,
+                    backend,
+                    per_rank[0].device.clone(),
+                    n * 4,
+                    worst_ms,
+                    gbps,
+                    correct,
+                ));
             }
             Err(e) => {
                 eprintln!("all_gather at {ranks} ranks failed: {e}");
@@ -133,9 +185,15 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!("{:>5}  {:>7}  {:>12}  {:>10}  {:>12}  {:>7}  device", "ranks", "backend", "bytes/rank", "time (ms)", "GB/s/rank", "correct");
+    println!(
+        "{:>5}  {:>7}  {:>12}  {:>10}  {:>12}  {:>7}  device",
+        "ranks", "backend", "bytes/rank", "time (ms)", "GB/s/rank", "correct"
+    );
     for (ranks, backend, device, bytes, ms, gbps, correct) in rows {
-        println!("{ranks:>5}  {backend:>7}  {bytes:>12}  {ms:>10.4}  {gbps:>12.2}  {:>7}  {device}", if correct { "yes" } else { "NO" });
+        println!(
+            "{ranks:>5}  {backend:>7}  {bytes:>12}  {ms:>10.4}  {gbps:>12.2}  {:>7}  {device}",
+            if correct { "yes" } else { "NO" }
+        );
     }
     if all_correct {
         ExitCode::SUCCESS

@@ -36,7 +36,13 @@ pub fn pull_from_next(src: Symmetric<u32>, out: *mut u32, n: u64, me: u32, world
 pub fn count_everywhere(counter: Symmetric<u64>, me: u32, world: u32) {
     let mut peer = 0;
     while peer < world {
-        iris::atomic_add(counter, 1 + me as u64, peer, Ordering::Relaxed, Scope::System);
+        iris::atomic_add(
+            counter,
+            1 + me as u64,
+            peer,
+            Ordering::Relaxed,
+            Scope::System,
+        );
         peer += 1;
     }
 }
@@ -80,7 +86,10 @@ fn all_gather_pushes_every_rank_to_every_peer() {
                     Ok(got == want)
                 })
                 .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
-            assert!(ok.iter().all(|&x| x), "{backend} at {world} ranks: gathered data differs");
+            assert!(
+                ok.iter().all(|&x| x),
+                "{backend} at {world} ranks: gathered data differs"
+            );
         }
     }
 }
@@ -112,7 +121,10 @@ fn remote_load_reads_the_next_ranks_copy() {
                     Ok(out.to_vec()? == everyone[next])
                 })
                 .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
-            assert!(results.iter().all(|&x| x), "{backend} at {world} ranks: remote load read wrong data");
+            assert!(
+                results.iter().all(|&x| x),
+                "{backend} at {world} ranks: remote load read wrong data"
+            );
         }
     }
 }
@@ -127,7 +139,13 @@ fn cross_rank_atomic_counter_counts_every_add() {
                 .heap_bytes(1 << 20)
                 .run(|iris| {
                     let counter = iris.symmetric_zeros::<u64>(1)?;
-                    count_everywhere::launch(iris, (blocks, threads), &counter, iris.rank() as u32, world as u32)?;
+                    count_everywhere::launch(
+                        iris,
+                        (blocks, threads),
+                        &counter,
+                        iris.rank() as u32,
+                        world as u32,
+                    )?;
                     iris.barrier()?;
                     Ok(counter.to_vec()?[0])
                 })
@@ -135,7 +153,10 @@ fn cross_rank_atomic_counter_counts_every_add() {
             // Every rank r adds (1 + r) once per thread to every counter.
             let per_thread: u64 = (1..=world as u64).sum();
             let want = per_thread * (blocks * threads) as u64;
-            assert!(counts.iter().all(|&c| c == want), "{backend} at {world} ranks: {counts:?}, want {want}");
+            assert!(
+                counts.iter().all(|&c| c == want),
+                "{backend} at {world} ranks: {counts:?}, want {want}"
+            );
         }
     }
 }
@@ -153,10 +174,16 @@ fn block_barrier_orders_shared_memory() {
                 let out = iris.full::<f32>(blocks * 256, f32::NAN)?;
                 reverse_blocks::launch(iris, (blocks as u32, 256), &input, &out)?;
                 let got = out.to_vec()?;
-                let want: Vec<f32> = data.chunks(256).flat_map(|c| c.iter().rev().copied()).collect();
+                let want: Vec<f32> = data
+                    .chunks(256)
+                    .flat_map(|c| c.iter().rev().copied())
+                    .collect();
                 Ok(got == want)
             })
             .unwrap_or_else(|e| panic!("{backend}: {e}"));
-        assert!(results[0], "{backend}: block reversal through shared memory is wrong");
+        assert!(
+            results[0],
+            "{backend}: block reversal through shared memory is wrong"
+        );
     }
 }

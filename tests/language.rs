@@ -16,7 +16,11 @@ mod lang {
         let d = if b == 0 { 0 } else { a / b + a % b };
         let signed = (a as i32) >> 3; // arithmetic shift
         let t = s ^ (d << 5) ^ (signed as u32) ^ (a >> (b & 31));
-        if t > a { t.wrapping_sub(a) } else { t | 1 }
+        if t > a {
+            t.wrapping_sub(a)
+        } else {
+            t | 1
+        }
     }
 
     /// Float to integer casts saturate; integer to float rounds; f16/bf16 round-trip.
@@ -102,7 +106,13 @@ mod lang {
 fn device_code_computes_what_host_rust_computes() {
     let n = 4099usize;
     let names = ["mix", "casts", "loops", "floats", "lanes"];
-    let host: [fn(u32, u32) -> u32; 5] = [lang::mix, lang::casts, lang::loops, lang::floats, lang::lanes];
+    let host: [fn(u32, u32) -> u32; 5] = [
+        lang::mix,
+        lang::casts,
+        lang::loops,
+        lang::floats,
+        lang::lanes,
+    ];
     for backend in backends() {
         let mismatches = World::threads(1)
             .backend(backend)
@@ -114,14 +124,29 @@ fn device_code_computes_what_host_rust_computes() {
                     let b = random_u32(n);
                     let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
                     let out = iris.full::<u32>(n, 0xDEAD_BEEF)?;
-                    lang::apply::launch(iris, ((n as u32).div_ceil(128), 128), which as u32, &da, &db, &out, n as u64)?;
+                    lang::apply::launch(
+                        iris,
+                        ((n as u32).div_ceil(128), 128),
+                        which as u32,
+                        &da,
+                        &db,
+                        &out,
+                        n as u64,
+                    )?;
                     let got = out.to_vec()?;
-                    let bad = (0..n).filter(|&i| got[i] != host[which](a[i], b[i])).count();
+                    let bad = (0..n)
+                        .filter(|&i| got[i] != host[which](a[i], b[i]))
+                        .count();
                     if bad > 0 {
-                        let i = (0..n).find(|&i| got[i] != host[which](a[i], b[i])).unwrap_or(0);
+                        let i = (0..n)
+                            .find(|&i| got[i] != host[which](a[i], b[i]))
+                            .unwrap_or(0);
                         report.push(format!(
                             "{name}: {bad} of {n} differ, e.g. ({}, {}) -> device {} host {}",
-                            a[i], b[i], got[i], host[which](a[i], b[i])
+                            a[i],
+                            b[i],
+                            got[i],
+                            host[which](a[i], b[i])
                         ));
                     }
                 }
