@@ -37,8 +37,13 @@
 //! [`Buffer`], [`SymmetricBuffer`]; what the macro emits in [`abi`].
 #![warn(missing_docs)]
 
+// The kernel macros name this crate `::iris`, inside it too (the collectives are kernels).
+extern crate self as iris;
+
 pub use iris_device::abi;
 pub use iris_macros::{kernel, kernels};
 pub use iris_device::prelude;
 pub use iris_device::prelude::*;
 pub use iris_host::*;
+
+pub mod ccl;

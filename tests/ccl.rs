@@ -1,0 +1,690 @@
+//! The collectives of `iris::ccl` at 1, 2, 4 and 8 ranks, for every element type, on the
+//! CPU backend and on every GPU backend present: random inputs, poisoned outputs, results
+//! compared with a host reference computed in the same rank order (integers exactly,
+//! floats within their precision), and every rank's result identical bit for bit.
+
+mod common;
+
+use std::fmt::Debug;
+use std::sync::{Mutex, MutexGuard};
+
+use common::{backends, WORLD_SIZES};
+use iris::ccl::{self, AllGatherAlgo, AllReduceAlgo, Ccl, CclElement, ReduceOp};
+use iris::prelude::{bf16, f16};
+use iris::{BackendKind, Error, Iris, SymmetricBuffer, World};
+use rand::Rng;
+
+/// What the tests need of an element type besides the collectives.
+trait Elem: CclElement + Debug + PartialEq {
+    const NAME: &'static str;
+    /// Relative tolerance of a reduction (0 for integers).
+    const TOLERANCE: f64;
+    fn random(rng: &mut impl Rng) -> Self;
+    /// A value the collectives never produce from random inputs.
+    fn poison() -> Self;
+    /// The reduction of `values` in order, as the kernels compute it.
+    fn reduce(values: &[Self], op: ReduceOp) -> Self;
+    fn to_f64(self) -> f64;
+    fn bits(self) -> u64;
+}
+
+macro_rules! float_elem {
+    ($t:ident, $acc:ident, $tol:expr, |$r:ident| $random:expr, |$x:ident| $to:expr, |$a:ident| $from:expr) => {
+        impl Elem for $t {
+            const NAME: &'static str = stringify!($t);
+            const TOLERANCE: f64 = $tol;
+            fn random($r: &mut impl Rng) -> Self {
+                $random
+            }
+            fn poison() -> Self {
+                <$t>::NAN
+            }
+            fn reduce(values: &[Self], op: ReduceOp) -> Self {
+                let to = |$x: $t| -> $acc { $to };
+                let mut acc = to(values[0]);
+                for &v in &values[1..] {
+                    let v = to(v);
+                    acc = match op {
+                        ReduceOp::Sum => acc + v,
+                        ReduceOp::Min => acc.min(v),
+                        ReduceOp::Max => acc.max(v),
+                    };
+                }
+                let $a = acc;
+                $from
+            }
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                ($to) as f64
+            }
+            fn bits(self) -> u64 {
+                self.to_bits() as u64
+            }
+        }
+    };
+}
+
+float_elem!(
+    f32,
+    f32,
+    1e-6,
+    |r| r.random_range(-1.0f32..1.0),
+    |x| x,
+    |a| a
+);
+float_elem!(
+    f64,
+    f64,
+    1e-12,
+    |r| r.random_range(-1.0f64..1.0),
+    |x| x,
+    |a| a
+);
+float_elem!(
+    f16,
+    f32,
+    1e-3,
+    |r| f16::from_f32(r.random_range(-1.0f32..1.0)),
+    |x| x.to_f32(),
+    |a| f16::from_f32(a)
+);
+float_elem!(
+    bf16,
+    f32,
+    8e-3,
+    |r| bf16::from_f32(r.random_range(-1.0f32..1.0)),
+    |x| x.to_f32(),
+    |a| bf16::from_f32(a)
+);
+
+macro_rules! int_elem {
+    ($($t:ident),*) => {$(
+        impl Elem for $t {
+            const NAME: &'static str = stringify!($t);
+            const TOLERANCE: f64 = 0.0;
+            fn random(r: &mut impl Rng) -> Self {
+                r.random()
+            }
+            fn poison() -> Self {
+                0x5A5A_5A5A as $t
+            }
+            fn reduce(values: &[Self], op: ReduceOp) -> Self {
+                values[1..].iter().fold(values[0], |acc, &v| match op {
+                    ReduceOp::Sum => acc.wrapping_add(v),
+                    ReduceOp::Min => acc.min(v),
+                    ReduceOp::Max => acc.max(v),
+                })
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn bits(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+
+int_elem!(i32, u32, i64, u64);
+
+fn random_vec<T: Elem>(n: usize) -> Vec<T> {
+    let mut rng = rand::rng();
+    (0..n).map(|_| T::random(&mut rng)).collect()
+}
+
+/// Where `got` differs from `want` beyond the type's tolerance (scaled by `scale[i]`, the
+/// sum of the magnitudes that went into element `i`), as a message; `None` if it does not.
+fn compare<T: Elem>(what: &str, got: &[T], want: &[T], scale: Option<&[f64]>) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!(
+            "{what}: {} elements, want {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| {
+            if T::TOLERANCE == 0.0 || scale.is_none() {
+                return got[i].bits() != want[i].bits();
+            }
+            let (g, w) = (got[i].to_f64(), want[i].to_f64());
+            let s = scale
+                .map_or(1.0, |s| s[i])
+                .max(w.abs())
+                .max(f64::MIN_POSITIVE);
+            // NaN (an element nobody wrote) is never within tolerance.
+            let within = (g - w).abs() <= T::TOLERANCE * s;
+            !within
+        })
+        .collect();
+    bad.first().map(|&i| {
+        format!(
+            "{what}: {} of {} elements wrong, e.g. [{i}] = {:?}, want {:?}",
+            bad.len(),
+            got.len(),
+            got[i],
+            want[i]
+        )
+    })
+}
+
+/// Every rank holds the same `mine` (bit for bit), or a message.
+fn identical_everywhere<T: Elem>(
+    iris: &Iris,
+    what: &str,
+    mine: Vec<T>,
+) -> iris::Result<Option<String>> {
+    let everyone = iris.all_gather(mine)?;
+    for (r, theirs) in everyone.iter().enumerate() {
+        if theirs
+            .iter()
+            .zip(&everyone[0])
+            .any(|(a, b)| a.bits() != b.bits())
+        {
+            return Ok(Some(format!(
+                "{what}: rank {r}'s result differs from rank 0's"
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// A symmetric buffer of `len` poisoned elements.
+fn poisoned<'a, T: Elem>(iris: &'a Iris, len: usize) -> iris::Result<SymmetricBuffer<'a, T>> {
+    iris.symmetric_full(len, T::poison())
+}
+
+/// Sum of magnitudes per element (the scale of a sum's rounding error).
+fn magnitudes<T: Elem>(
+    inputs: &[Vec<T>],
+    pick: impl Fn(&Vec<T>, usize) -> T,
+    len: usize,
+) -> Vec<f64> {
+    (0..len)
+        .map(|i| inputs.iter().map(|v| pick(v, i).to_f64().abs()).sum())
+        .collect()
+}
+
+const OPS: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max];
+
+/// One world at a time: the barriers spin, and two worlds of spinning ranks on few cores
+/// only slow each other down.
+static ONE_WORLD_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_world_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_WORLD_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs `check` for every element type on every rank of every world size and backend, and
+/// fails with every problem any rank reported.
+fn for_every_world(
+    name: &str,
+    check: impl Fn(&Iris, &Ccl<'_>) -> iris::Result<Vec<String>> + Sync,
+) {
+    let _one = one_world_at_a_time();
+    let mut problems = Vec::new();
+    for backend in backends() {
+        for world in WORLD_SIZES {
+            let start = std::time::Instant::now();
+            let reports = World::threads(world)
+                .backend(backend)
+                .heap_bytes(4 << 20)
+                .run(|iris| {
+                    let ccl = Ccl::new(iris)?;
+                    let report = check(iris, &ccl)?;
+                    ccl.synchronize()?;
+                    Ok(report)
+                })
+                .unwrap_or_else(|e| panic!("{name} on {backend} at {world} ranks: {e}"));
+            for (rank, report) in reports.into_iter().enumerate() {
+                for p in report {
+                    problems.push(format!(
+                        "{name} on {backend} at {world} ranks, rank {rank}: {p}"
+                    ));
+                }
+            }
+            eprintln!(
+                "{name}: {backend} at {world} ranks in {:.2?}",
+                start.elapsed()
+            );
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+macro_rules! for_each_type {
+    ($f:ident, $iris:expr, $ccl:expr, $out:expr) => {
+        $out.extend($f::<f32>($iris, $ccl)?);
+        $out.extend($f::<f64>($iris, $ccl)?);
+        $out.extend($f::<f16>($iris, $ccl)?);
+        $out.extend($f::<bf16>($iris, $ccl)?);
+        $out.extend($f::<i32>($iris, $ccl)?);
+        $out.extend($f::<u32>($iris, $ccl)?);
+        $out.extend($f::<i64>($iris, $ccl)?);
+        $out.extend($f::<u64>($iris, $ccl)?);
+    };
+}
+
+fn all_reduce_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    // Not a multiple of any world size or vector: two-shot's last shares are short, and
+    // both the 16-byte and the element-wise paths run.
+    let n = 1237;
+    let mut problems = Vec::new();
+    let input = iris.symmetric_from_slice(&random_vec::<T>(n))?;
+    let inputs = iris.all_gather(input.to_vec()?)?;
+    let scale = magnitudes(&inputs, |v, i| v[i], n);
+    for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
+        for op in OPS {
+            let output = poisoned::<T>(iris, n)?;
+            ccl::all_reduce(ccl, &input, &output, op, algo)?;
+            ccl.synchronize()?;
+            let got = output.to_vec()?;
+            let want: Vec<T> = (0..n)
+                .map(|i| T::reduce(&inputs.iter().map(|v| v[i]).collect::<Vec<_>>(), op))
+                .collect();
+            let what = format!("all_reduce {} {algo:?} {op:?}", T::NAME);
+            let scale = (op == ReduceOp::Sum).then_some(&scale[..]);
+            problems.extend(compare(&what, &got, &want, scale));
+            problems.extend(identical_everywhere(iris, &what, got)?);
+        }
+    }
+    Ok(problems)
+}
+
+fn all_gather_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let world = iris.world_size();
+    let mut problems = Vec::new();
+    // Whole 16-byte vectors for every element size, and not.
+    for n in [336, 333] {
+        let input = iris.symmetric_from_slice(&random_vec::<T>(n))?;
+        let want: Vec<T> = iris.all_gather(input.to_vec()?)?.concat();
+        for algo in [AllGatherAlgo::Push, AllGatherAlgo::Pull] {
+            let output = poisoned::<T>(iris, n * world)?;
+            ccl::all_gather(ccl, &input, &output, algo)?;
+            ccl.synchronize()?;
+            problems.extend(compare(
+                &format!("all_gather {} {algo:?} n={n}", T::NAME),
+                &output.to_vec()?,
+                &want,
+                None,
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+fn reduce_scatter_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let (world, me) = (iris.world_size(), iris.rank());
+    let mut problems = Vec::new();
+    // Blocks of whole 16-byte vectors, and not.
+    for c in [128, 129] {
+        let input = iris.symmetric_from_slice(&random_vec::<T>(c * world))?;
+        let inputs = iris.all_gather(input.to_vec()?)?;
+        let scale = magnitudes(&inputs, |v, j| v[me * c + j], c);
+        for op in OPS {
+            let output = poisoned::<T>(iris, c)?;
+            ccl::reduce_scatter(ccl, &input, &output, op)?;
+            ccl.synchronize()?;
+            let want: Vec<T> = (0..c)
+                .map(|j| {
+                    T::reduce(
+                        &inputs.iter().map(|v| v[me * c + j]).collect::<Vec<_>>(),
+                        op,
+                    )
+                })
+                .collect();
+            let scale = (op == ReduceOp::Sum).then_some(&scale[..]);
+            problems.extend(compare(
+                &format!("reduce_scatter {} {op:?} c={c}", T::NAME),
+                &output.to_vec()?,
+                &want,
+                scale,
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+fn all_to_all_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let (world, me) = (iris.world_size(), iris.rank());
+    let mut problems = Vec::new();
+    // Blocks of whole 16-byte vectors, and not.
+    for c in [80, 77] {
+        let input = iris.symmetric_from_slice(&random_vec::<T>(c * world))?;
+        let inputs = iris.all_gather(input.to_vec()?)?;
+        let output = poisoned::<T>(iris, c * world)?;
+        ccl::all_to_all(ccl, &input, &output)?;
+        ccl.synchronize()?;
+        let want: Vec<T> = (0..world)
+            .flat_map(|r| inputs[r][me * c..(me + 1) * c].to_vec())
+            .collect();
+        problems.extend(compare(
+            &format!("all_to_all {} c={c}", T::NAME),
+            &output.to_vec()?,
+            &want,
+            None,
+        ));
+    }
+    Ok(problems)
+}
+
+fn broadcast_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let n = 555;
+    let world = iris.world_size();
+    let mut problems = Vec::new();
+    let input = iris.symmetric_from_slice(&random_vec::<T>(n))?;
+    let inputs = iris.all_gather(input.to_vec()?)?;
+    for root in [0, world - 1] {
+        let output = poisoned::<T>(iris, n)?;
+        ccl::broadcast(ccl, &input, &output, root)?;
+        ccl.synchronize()?;
+        problems.extend(compare(
+            &format!("broadcast {} from {root}", T::NAME),
+            &output.to_vec()?,
+            &inputs[root],
+            None,
+        ));
+    }
+    Ok(problems)
+}
+
+#[test]
+fn all_reduce_one_shot_and_two_shot_every_op_and_type() {
+    for_every_world("all_reduce", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(all_reduce_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
+#[test]
+fn all_gather_push_and_pull_every_type() {
+    for_every_world("all_gather", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(all_gather_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
+#[test]
+fn reduce_scatter_every_op_and_type() {
+    for_every_world("reduce_scatter", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(reduce_scatter_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
+#[test]
+fn all_to_all_and_broadcast_every_type() {
+    for_every_world("all_to_all+broadcast", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(all_to_all_of, iris, ccl, out);
+        for_each_type!(broadcast_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
+/// Back-to-back collectives with no host synchronization between them: each one's barriers
+/// alone order it after the previous one on every rank. The first use of each kernel unit
+/// (here: all-reduce, then all-gather, then the barrier) comes while earlier collectives may
+/// still be running.
+#[test]
+fn back_to_back_collectives_need_no_host_synchronization() {
+    for_every_world("chained", |iris, ccl| {
+        let n = 1000;
+        let world = iris.world_size() as u64;
+        let me = iris.rank() as u64;
+        let a =
+            iris.symmetric_from_slice(&(0..n as u64).map(|i| i * world + me).collect::<Vec<_>>())?;
+        let b = iris.symmetric_full::<u64>(n, 0)?;
+        let gathered = iris.symmetric_full::<u64>(n * world as usize, 0)?;
+        // a -> b (sum), b -> a (max), a -> b (sum): every rank holds the same sum after the
+        // first step, so the max is that sum and the last sum is world times it. Then every
+        // rank gathers its b.
+        for round in 0..3 {
+            let (src, dst, op) = if round % 2 == 0 {
+                (&a, &b, ReduceOp::Sum)
+            } else {
+                (&b, &a, ReduceOp::Max)
+            };
+            let algo = if round == 1 {
+                AllReduceAlgo::TwoShot
+            } else {
+                AllReduceAlgo::OneShot
+            };
+            ccl::all_reduce(ccl, src, dst, op, algo)?;
+        }
+        ccl::all_gather(ccl, &b, &gathered, AllGatherAlgo::Push)?;
+        ccl.barrier()?;
+        ccl.synchronize()?;
+        let want: Vec<u64> = (0..n as u64)
+            .map(|i| (0..world).map(|r| i * world + r).sum::<u64>() * world)
+            .collect();
+        let mut problems: Vec<String> = compare("chained all_reduce", &b.to_vec()?, &want, None)
+            .into_iter()
+            .collect();
+        let want_gathered: Vec<u64> = (0..world).flat_map(|_| want.iter().copied()).collect();
+        problems.extend(compare(
+            "chained all_gather",
+            &gathered.to_vec()?,
+            &want_gathered,
+            None,
+        ));
+        Ok(problems)
+    });
+}
+
+#[test]
+fn shapes_are_checked_before_anything_runs() {
+    World::threads(2)
+        .backend(BackendKind::Cpu)
+        .heap_bytes(1 << 20)
+        .run(|iris| {
+            let ccl = Ccl::new(iris)?;
+            let a = iris.symmetric_zeros::<f32>(10)?;
+            let b = iris.symmetric_zeros::<f32>(11)?;
+            let c = iris.symmetric_zeros::<f32>(20)?;
+            let odd = iris.symmetric_zeros::<f32>(7)?;
+            let odd2 = iris.symmetric_zeros::<f32>(7)?;
+            let mismatch = |r: iris::Result<()>| matches!(r, Err(Error::LengthMismatch { .. }));
+            let invalid = |r: iris::Result<()>| matches!(r, Err(Error::InvalidConfig(_)));
+            assert!(mismatch(ccl::all_reduce(
+                &ccl,
+                &a,
+                &b,
+                ReduceOp::Sum,
+                AllReduceAlgo::OneShot
+            )));
+            assert!(mismatch(ccl::all_gather(&ccl, &a, &b, AllGatherAlgo::Push)));
+            assert!(mismatch(ccl::reduce_scatter(&ccl, &a, &b, ReduceOp::Sum)));
+            assert!(mismatch(ccl::all_to_all(&ccl, &a, &c)));
+            assert!(mismatch(ccl::broadcast(&ccl, &a, &b, 0)));
+            assert!(invalid(ccl::all_to_all(&ccl, &odd, &odd2)));
+            assert!(invalid(ccl::broadcast(&ccl, &a, &a, 0)));
+            assert!(invalid(ccl::broadcast(&ccl, &a, &b, 2)));
+            assert!(invalid(ccl::all_reduce(
+                &ccl,
+                &a,
+                &a,
+                ReduceOp::Sum,
+                AllReduceAlgo::TwoShot
+            )));
+            // Right shapes work, and nothing was launched before.
+            ccl::all_gather(&ccl, &a, &c, AllGatherAlgo::Pull)?;
+            ccl.synchronize()
+        })
+        .unwrap();
+}
+
+/// A rank that never arrives: the other rank's barrier gives up after its spin limit, skips
+/// the data movement, and the host reports the missing rank.
+#[test]
+fn a_peer_that_never_arrives_is_reported_by_rank() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        let results = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                let input = iris.symmetric_full::<f32>(64, 1.0)?;
+                let output = iris.symmetric_full::<f32>(64, f32::NAN)?;
+                // Together once (the first use of a unit loads it, collectively), then rank 1
+                // stops taking part.
+                let warm_up = iris.symmetric_zeros::<f32>(64)?;
+                ccl::all_reduce(
+                    &ccl,
+                    &input,
+                    &warm_up,
+                    ReduceOp::Sum,
+                    AllReduceAlgo::OneShot,
+                )?;
+                ccl.synchronize()?;
+                // Give up soon (after the warm-up, which must not give up on a slow peer).
+                let ccl = ccl.with_spin_limit(1 << 16);
+                let outcome = if iris.rank() == 0 {
+                    ccl::all_reduce(&ccl, &input, &output, ReduceOp::Sum, AllReduceAlgo::OneShot)?;
+                    let first = ccl.synchronize();
+                    // Broken for good: the next collective gives up at once.
+                    ccl::all_reduce(&ccl, &input, &output, ReduceOp::Sum, AllReduceAlgo::TwoShot)?;
+                    let again = ccl.synchronize();
+                    let untouched = output.to_vec()?.iter().all(|x| x.is_nan());
+                    Some((first.map_err(|e| e.to_string()), again.is_err(), untouched))
+                } else {
+                    None
+                };
+                iris.barrier()?;
+                Ok(outcome)
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let (first, again, untouched) = results[0].clone().expect("rank 0 reports");
+        let message = first.expect_err("rank 0's barrier should give up on rank 1");
+        assert!(
+            message.contains("rank 1 did not arrive"),
+            "{backend}: {message}"
+        );
+        assert!(again, "{backend}: a broken communicator must keep failing");
+        assert!(
+            untouched,
+            "{backend}: the output must stay untouched when the barrier gave up"
+        );
+    }
+}
+
+iris::ccl::kernels_with_barrier! {
+    /// A user kernel meeting the device barrier every iteration.
+    mod ring {
+        // What the kernels call; the barrier functions the macro adds need nothing.
+        use iris::prelude::*;
+
+        /// `steps` rounds: every thread writes `(step, me, t)` into slot `t` of the next
+        /// rank's buffer (double-buffered by step parity), all ranks meet at the barrier, and
+        /// every thread checks what the previous rank wrote into its own slot. `errors[t]`
+        /// counts wrong values; `errors[block_dim]` is the barrier's status.
+        #[kernel]
+        pub fn ring_steps(buf: Symmetric<u64>, errors: *mut u64, signals: Symmetric<u64>, steps: u32, me: u32, world: u32, epoch: u64, spins: u64) {
+            let status = shared_array::<u32, 1>();
+            let t = thread_idx_x();
+            let threads = block_dim_x();
+            let next = (me + 1) % world;
+            let prev = (me + world - 1) % world;
+            let mut wrong = 0u64;
+            for step in 0..steps {
+                let half = buf.add(((step % 2) * threads) as usize);
+                let tag = ((step as u64) << 40) | ((me as u64) << 20) | t as u64;
+                store(half.add(t as usize), tag, next);
+                sync_threads();
+                if t == 0 {
+                    unsafe { *status = ccl_barrier(signals, 0, epoch + step as u64, me, world, spins) };
+                }
+                sync_threads();
+                if unsafe { *status } != 0 {
+                    break;
+                }
+                let want = ((step as u64) << 40) | ((prev as u64) << 20) | t as u64;
+                if unsafe { *half.local().add(t as usize) } != want {
+                    wrong += 1;
+                }
+            }
+            unsafe { *errors.add(t as usize) = wrong };
+            if t == 0 {
+                unsafe { *errors.add(threads as usize) = *status as u64 };
+            }
+        }
+    }
+}
+
+/// A kernel of this test crate uses the barrier every iteration (through
+/// `kernels_with_barrier!`), with epochs reserved on the host.
+#[test]
+fn user_kernel_meets_the_barrier_every_iteration() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        for world in WORLD_SIZES {
+            let (steps, threads) = (20u32, 8usize);
+            let errors = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let ccl = Ccl::new(iris)?;
+                    let buf = iris.symmetric_zeros::<u64>(2 * threads)?;
+                    let errors = iris.full::<u64>(threads + 1, u64::MAX)?;
+                    // Its first launch must not load it while peers' kernels wait for it.
+                    ccl.preload(&ring::ring_steps::UNIT)?;
+                    let epoch = ccl.reserve_epochs(u64::from(steps));
+                    let (me, w) = (iris.rank() as u32, world as u32);
+                    ring::ring_steps::launch(
+                        iris,
+                        (1, threads as u32),
+                        &buf,
+                        &errors,
+                        ccl.signals(),
+                        steps,
+                        me,
+                        w,
+                        epoch,
+                        ccl.spin_limit(),
+                    )?;
+                    // The collectives go on from the epochs after the kernel's.
+                    let a = iris.symmetric_full::<u32>(8, 1)?;
+                    let b = iris.symmetric_zeros::<u32>(8)?;
+                    ccl::all_reduce(&ccl, &a, &b, ReduceOp::Sum, AllReduceAlgo::OneShot)?;
+                    ccl.synchronize()?;
+                    let mut e = errors.to_vec()?;
+                    e.extend(b.to_vec()?.iter().map(|&x| u64::from(x != w)));
+                    Ok(e)
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            for (rank, e) in errors.iter().enumerate() {
+                assert!(
+                    e.iter().all(|&x| x == 0),
+                    "{backend} at {world} ranks, rank {rank}: errors {e:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The device barrier alone, many times, with no host round trip between.
+#[test]
+fn device_barrier_many_times() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        for world in WORLD_SIZES {
+            World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let ccl = Ccl::new(iris)?;
+                    for _ in 0..50 {
+                        ccl.barrier()?;
+                    }
+                    ccl.synchronize()
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+        }
+    }
+}
