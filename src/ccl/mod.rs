@@ -57,7 +57,7 @@
 //!
 //! | collective | variant | traffic per rank (`n` = output elements) | suits |
 //! |---|---|---|---|
-//! | [`all_reduce`] | [`AllReduceAlgo::OneShot`] | reads `(W-1)·n` | small messages: one step, latency-bound sizes (up to a few hundred KiB) |
+//! | [`all_reduce`] | [`AllReduceAlgo::OneShot`] | reads `(W-1)·n` | small messages: one step, latency-bound sizes (below about 256 KiB on one H200 shared by 2-8 ranks) |
 //! | [`all_reduce`] | [`AllReduceAlgo::TwoShot`] | reads and writes `(W-1)·n/W` each | large messages: `W/2` times less traffic |
 //! | [`all_gather`] | [`AllGatherAlgo::Push`] | writes `(W-1)·n/W` | the default: remote stores do not wait for a reply |
 //! | [`all_gather`] | [`AllGatherAlgo::Pull`] | reads `(W-1)·n/W` | when remote writes are slow or the output should stay local |
