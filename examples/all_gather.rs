@@ -50,7 +50,7 @@ fn parse_options() -> Result<Options, String> {
                             .map_err(|e| format!("--ranks: {e}"))
                     })
                     .collect::<Result<_, _>>()?;
-                if opts.ranks.iter().any(|&r| r == 0) {
+                if opts.ranks.contains(&0) {
                     return Err("--ranks: a world has at least one rank".into());
                 }
             }

@@ -41,9 +41,9 @@
 extern crate self as iris;
 
 pub use iris_device::abi;
-pub use iris_macros::{kernel, kernels};
 pub use iris_device::prelude;
 pub use iris_device::prelude::*;
 pub use iris_host::*;
+pub use iris_macros::{kernel, kernels};
 
 pub mod ccl;

@@ -45,7 +45,12 @@ fn rank_main(iris: &Iris, victim: usize) -> iris::Result<String> {
     let ccl = Ccl::new(iris)?.with_spin_limit(spin_limit(iris.backend_kind()));
     let input = iris.symmetric_full::<f32>(1024, 1.0)?;
     let output = iris.symmetric_full::<f32>(1024, f32::NAN)?;
-    iris.barrier()?; // host-side: everything is allocated on every rank
+    // Every rank uses the collective once first: the first use of a kernel unit loads it
+    // on every rank together (a host-side step the victim would never reach).
+    ccl::all_reduce(&ccl, &input, &output, ReduceOp::Sum, AllReduceAlgo::OneShot)?;
+    ccl.synchronize()?;
+    output.copy_from_slice(&[f32::NAN; 1024])?;
+    iris.barrier()?; // host-side: everything is allocated and loaded on every rank
     say(&format!("READY {}", iris.rank()));
     if iris.rank() == victim {
         std::thread::sleep(Duration::from_secs(60)); // killed long before
