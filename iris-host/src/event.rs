@@ -9,11 +9,21 @@ use crate::error::Result;
 /// A marker recorded in a rank's stream. The time between two events is the device time
 /// of the work queued between them.
 ///
-/// ```ignore
-/// let start = iris.record_event()?;
-/// kernel::launch(iris, config, &a, &b, n)?;
-/// let end = iris.record_event()?;
-/// let ms = start.elapsed_ms(&end)?;
+/// ```
+/// # use iris_host::World;
+/// # fn main() -> iris_host::Result<()> {
+/// World::threads(1).heap_bytes(1 << 20).run(|iris| {
+///     let a = iris.full::<f32>(1 << 16, 1.0)?;
+///     let b = iris.zeros::<f32>(1 << 16)?;
+///     let start = iris.record_event()?;
+///     b.copy_from_buffer(&a)?; // or a kernel launch
+///     let end = iris.record_event()?;
+///     end.synchronize()?;
+///     assert!(start.elapsed_ms(&end)? >= 0.0);
+///     Ok(())
+/// })?;
+/// # Ok(())
+/// # }
 /// ```
 pub struct Event<'ctx> {
     iris: &'ctx Iris,

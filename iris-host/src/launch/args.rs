@@ -49,7 +49,9 @@ pub(crate) struct Mismatch {
 /// The arguments of one launch of kernel `kernel` of a unit: one slot per pointer or
 /// value, three per symmetric buffer, in parameter order.
 ///
-/// ```ignore
+/// What `#[iris::kernel]` generates inside `kernel::launch`:
+///
+/// ```text
 /// let mut args = KernelArgs::new(&UNIT, 0);
 /// args.pointer(iris, &input)?;
 /// args.symmetric(iris, &out)?;

@@ -38,13 +38,18 @@ enum Ranks {
 ///   `local_rank % device_count`; the job's ranks meet at a rendezvous over an
 ///   abstract-namespace Unix socket and map each other's memory.
 ///
-/// ```ignore
+/// ```
+/// # use iris_host::World;
+/// # fn main() -> iris_host::Result<()> {
 /// let world = World::from_env_or_threads(4)?.heap_bytes(1 << 20);
 /// let ranks = world.run(|iris| {
-///     let buf = iris.symmetric_zeros::<f32>(1024)?;
+///     let _buf = iris.symmetric_zeros::<f32>(1024)?;
 ///     iris.barrier()?;
 ///     Ok(iris.rank())
 /// })?;
+/// assert!(!ranks.is_empty());
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct World {
