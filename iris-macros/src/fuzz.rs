@@ -223,11 +223,13 @@ fn collect(item: syn::Item, out: &mut Vec<(TokenStream, bool)>) {
     use quote::ToTokens;
     match item {
         syn::Item::Fn(mut f) if is_iris_attr(&f.attrs, "kernel") => {
-            f.attrs.retain(|a| !is_iris_attr(std::slice::from_ref(a), "kernel"));
+            f.attrs
+                .retain(|a| !is_iris_attr(std::slice::from_ref(a), "kernel"));
             out.push((f.to_token_stream(), false));
         }
         syn::Item::Mod(mut m) if is_iris_attr(&m.attrs, "kernels") => {
-            m.attrs.retain(|a| !is_iris_attr(std::slice::from_ref(a), "kernels"));
+            m.attrs
+                .retain(|a| !is_iris_attr(std::slice::from_ref(a), "kernels"));
             out.push((m.to_token_stream(), true));
         }
         _ => {}
