@@ -213,88 +213,58 @@ pub fn all_gather_v4c(input: *const f32x4, out: Symmetric<f32>, n: u64, me: u32,
     }
 }
 
-/// [`ping_pong`] at device scope (enough when both ranks share one GPU), to show what
-/// system scope costs.
-#[iris::kernel]
-pub fn ping_pong_device(
-    flag: Symmetric<u32>,
-    rounds: u32,
-    epoch: u32,
-    me: u32,
-    spin_limit: u32,
-    failed: *mut u32,
-) {
-    let peer = 1 - me;
-    let mut k = 0u32;
-    while k < rounds {
-        let ping = epoch + 2 * k + 1;
-        let pong = ping + 1;
-        if me == 0 {
-            iris::atomic_store(flag, ping, peer, Ordering::Release, Scope::Device);
-            let mut spins = 0u32;
-            while iris::atomic_load(flag, me, Ordering::Acquire, Scope::Device) != pong {
-                spins += 1;
-                if spins > spin_limit {
-                    unsafe { *failed = 1 };
-                    return;
+/// A flag ping-pong kernel between ranks 0 and 1, one thread each, at one scope: rank 0
+/// sets the peer's flag to `ping` and waits for its own to reach `pong`; rank 1 the mirror.
+/// Release stores and acquire loads. A wait longer than `spin_limit` polls sets `*failed`.
+macro_rules! ping_pong_kernel {
+    ($(#[$doc:meta])* $name:ident, $scope:ident) => {
+        $(#[$doc])*
+        #[iris::kernel]
+        pub fn $name(
+            flag: Symmetric<u32>,
+            rounds: u32,
+            epoch: u32,
+            me: u32,
+            spin_limit: u32,
+            failed: *mut u32,
+        ) {
+            let peer = 1 - me;
+            let mut k = 0u32;
+            while k < rounds {
+                let ping = epoch + 2 * k + 1;
+                let pong = ping + 1;
+                let want = if me == 0 { pong } else { ping };
+                if me == 0 {
+                    iris::atomic_store(flag, ping, peer, Ordering::Release, Scope::$scope);
                 }
-            }
-        } else {
-            let mut spins = 0u32;
-            while iris::atomic_load(flag, me, Ordering::Acquire, Scope::Device) != ping {
-                spins += 1;
-                if spins > spin_limit {
-                    unsafe { *failed = 1 };
-                    return;
+                let mut spins = 0u32;
+                while iris::atomic_load(flag, me, Ordering::Acquire, Scope::$scope) != want {
+                    spins += 1;
+                    if spins > spin_limit {
+                        unsafe { *failed = 1 };
+                        return;
+                    }
                 }
+                if me == 1 {
+                    iris::atomic_store(flag, pong, peer, Ordering::Release, Scope::$scope);
+                }
+                k += 1;
             }
-            iris::atomic_store(flag, pong, peer, Ordering::Release, Scope::Device);
         }
-        k += 1;
-    }
+    };
 }
 
-/// Flag ping-pong between ranks 0 and 1, one thread each: rank 0 sets the peer's flag to
-/// `ping` and waits for its own to reach `pong`; rank 1 the mirror. Release stores and
-/// acquire loads at system scope. A wait longer than `spin_limit` polls sets `*failed`.
-#[iris::kernel]
-pub fn ping_pong(
-    flag: Symmetric<u32>,
-    rounds: u32,
-    epoch: u32,
-    me: u32,
-    spin_limit: u32,
-    failed: *mut u32,
-) {
-    let peer = 1 - me;
-    let mut k = 0u32;
-    while k < rounds {
-        let ping = epoch + 2 * k + 1;
-        let pong = ping + 1;
-        if me == 0 {
-            iris::atomic_store(flag, ping, peer, Ordering::Release, Scope::System);
-            let mut spins = 0u32;
-            while iris::atomic_load(flag, me, Ordering::Acquire, Scope::System) != pong {
-                spins += 1;
-                if spins > spin_limit {
-                    unsafe { *failed = 1 };
-                    return;
-                }
-            }
-        } else {
-            let mut spins = 0u32;
-            while iris::atomic_load(flag, me, Ordering::Acquire, Scope::System) != ping {
-                spins += 1;
-                if spins > spin_limit {
-                    unsafe { *failed = 1 };
-                    return;
-                }
-            }
-            iris::atomic_store(flag, pong, peer, Ordering::Release, Scope::System);
-        }
-        k += 1;
-    }
-}
+ping_pong_kernel!(
+    /// [`ping_pong`] at device scope (enough when both ranks share one GPU), to show what
+    /// system scope costs.
+    ping_pong_device,
+    Device
+);
+ping_pong_kernel!(
+    /// The flag ping-pong at system scope, the scope cross-rank flags need.
+    ping_pong,
+    System
+);
 
 /// Helpers: random fill, device-side checks, and the local fill/copy kernels that give the
 /// in-language ceilings.
