@@ -274,9 +274,7 @@ impl PyContext {
         py.detach(move || {
             rank.call(move |r| {
                 dispatch!(dtype, T => {
-                    r.ccl()?;
-                    let (input, output) = (r.typed::<T>(i)?, r.typed::<T>(o)?);
-                    let ccl = r.ccl_if_made().ok_or_else(|| iris::Error::InvalidConfig("no communicator".into()))?;
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
                     ccl::all_gather(ccl, input, output, algo)?;
                     if sync { ccl.synchronize() } else { Ok(()) }
                 })
@@ -325,9 +323,7 @@ impl PyContext {
         py.detach(move || {
             rank.call(move |r| {
                 dispatch!(dtype, T => {
-                    r.ccl()?;
-                    let (input, output) = (r.typed::<T>(i)?, r.typed::<T>(o)?);
-                    let ccl = r.ccl_if_made().ok_or_else(|| iris::Error::InvalidConfig("no communicator".into()))?;
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
                     ccl::all_reduce(ccl, input, output, op, algo)?;
                     if sync { ccl.synchronize() } else { Ok(()) }
                 })

@@ -103,6 +103,25 @@ impl<'a> Rank<'a> {
             .ok_or_else(|| Error::InvalidConfig("the communicator could not be created".into()))
     }
 
+    /// The communicator (made on first use) with two of this rank's buffers, for a
+    /// collective from `input` to `output`.
+    pub fn collective<T: Element>(
+        &mut self,
+        input: u64,
+        output: u64,
+    ) -> iris::Result<(
+        &Ccl<'a>,
+        &iris::SymmetricBuffer<'a, T>,
+        &iris::SymmetricBuffer<'a, T>,
+    )> {
+        self.ccl()?;
+        let ccl = self
+            .ccl
+            .as_ref()
+            .ok_or_else(|| Error::InvalidConfig("the communicator could not be created".into()))?;
+        Ok((ccl, self.typed::<T>(input)?, self.typed::<T>(output)?))
+    }
+
     /// The communicator, if a collective made it.
     pub fn ccl_if_made(&self) -> Option<&Ccl<'a>> {
         self.ccl.as_ref()
