@@ -91,7 +91,7 @@ impl BackendKind {
 
 impl fmt::Display for BackendKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -165,6 +165,12 @@ pub trait Backend: Send + Sync {
 pub trait Device: Send + Sync {
     /// What it is.
     fn info(&self) -> &DeviceInfo;
+
+    /// Makes the device current on the calling thread, for libraries that work on the
+    /// runtime's current device (NVSHMEM, rocSHMEM). Nothing to do by default.
+    fn make_current(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// Allocates `bytes` (> 0) of device memory, 256-byte aligned. The contents are
     /// unspecified.

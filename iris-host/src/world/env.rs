@@ -49,7 +49,7 @@ impl Launcher {
 
 impl fmt::Display for Launcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 

@@ -112,6 +112,10 @@ impl Device for CudaDevice {
         &self.info
     }
 
+    fn make_current(&self) -> Result<()> {
+        self.ctx.make_current()
+    }
+
     fn alloc(&self, bytes: usize, _kind: MemoryKind) -> Result<u64> {
         // Plain device memory serves both kinds: peers reach it through peer access, other
         // processes through IPC handles.

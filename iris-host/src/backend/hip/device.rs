@@ -72,6 +72,10 @@ impl Device for HipDevice {
         &self.info
     }
 
+    fn make_current(&self) -> Result<()> {
+        set_device(self.ordinal)
+    }
+
     fn alloc(&self, bytes: usize, kind: MemoryKind) -> Result<u64> {
         memory::alloc(self.ordinal, bytes, kind)
     }
