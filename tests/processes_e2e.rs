@@ -1,6 +1,6 @@
 //! The same kernels with ranks as processes: every provider (heap, per-allocation IPC,
-//! external adoption of memory another system exchanged) at 2, 4 and 8 processes, on the
-//! CPU backend and on every GPU backend present. Each process is this test binary again,
+//! external adoption of memory another system exchanged, a SHMEM library's heap) at 2, 4
+//! and 8 processes, on the CPU backend and on every GPU backend present. Each process is this test binary again,
 //! started with the launcher's environment (`IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_JOB_ID`)
 //! and `IRIS_E2E_ROLE`; without that variable `child` does nothing.
 
@@ -129,6 +129,7 @@ fn child() {
     let provider = match role.as_str() {
         "heap" => ProviderKind::Heap,
         "ipc" => ProviderKind::Ipc,
+        "shmem" => ProviderKind::Shmem,
         _ => ProviderKind::External,
     };
     match rank_main(provider) {
@@ -196,6 +197,73 @@ fn every_provider_at_2_4_8_processes() {
                     );
                 }
                 eprintln!("{backend} {role} at {world} processes: all-gather and counter correct");
+            }
+        }
+    }
+}
+
+/// Why the SHMEM provider cannot run on `backend` here, when a run failed for a reason
+/// this machine explains (no engine for the backend, or its library is not installed).
+fn shmem_absent(backend: iris::BackendKind, text: &str) -> Option<String> {
+    let reasons = [
+        "no SHMEM engine runs on the cpu backend",
+        "is unavailable: its host library was not found",
+    ];
+    reasons
+        .iter()
+        .find(|r| text.contains(*r))
+        .map(|r| format!("{backend}: {r}"))
+}
+
+/// The SHMEM provider (NVSHMEM on CUDA, rocSHMEM on HIP) runs the same kernels as the
+/// others at 2, 4 and 8 processes where its library is installed; elsewhere every rank
+/// gets the same clear error, and ranks as threads are refused (one PE per process).
+/// `IRIS_REQUIRE_SHMEM=1` makes an absent library a failure.
+#[test]
+fn shmem_provider_at_2_4_8_processes() {
+    let required = std::env::var("IRIS_REQUIRE_SHMEM").is_ok_and(|v| v == "1");
+    for backend in backends() {
+        // Threads of one process cannot be several PEs.
+        let threads = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| iris.symmetric_with::<f32>(ProviderKind::Shmem, 4).map(drop));
+        let err = threads
+            .expect_err("two ranks as threads must be refused")
+            .to_string();
+        assert!(
+            err.contains("no SHMEM engine runs on the cpu backend")
+                || err
+                    .contains("holds one PE per process, and this process runs 2 ranks as threads"),
+            "{backend}: {err}"
+        );
+        for world in [2usize, 4, 8] {
+            let ranks = run_job(backend, "shmem", world);
+            if ranks.iter().all(|(ok, _)| *ok) {
+                eprintln!("{backend} shmem at {world} processes: all-gather and counter correct");
+                continue;
+            }
+            let why: Vec<_> = ranks
+                .iter()
+                .map(|(_, t)| shmem_absent(backend, t))
+                .collect();
+            match &why[0] {
+                Some(reason) if why.iter().all(|w| w.as_ref() == Some(reason)) => {
+                    assert!(
+                        !required || backend == iris::BackendKind::Cpu,
+                        "IRIS_REQUIRE_SHMEM=1 but {reason}"
+                    );
+                    eprintln!("{backend} shmem: skipped ({reason}); every rank said so");
+                    break;
+                }
+                _ => {
+                    for (rank, (ok, text)) in ranks.iter().enumerate() {
+                        assert!(
+                            ok,
+                            "{backend} shmem at {world} processes, rank {rank} failed:\n{text}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -16,7 +16,7 @@ use crate::memory::{byte_len, Buffer, Pod};
 use crate::module::DeviceSlot;
 use crate::symmetric::{
     AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, PeerMask, ProviderKind,
-    SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
+    ShmemProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
 };
 use crate::world::{Contribution, Gather, WorldShared};
 
@@ -44,6 +44,7 @@ pub struct Iris {
     heap: HeapProvider,
     ipc: IpcProvider,
     external: ExternalProvider,
+    shmem: ShmemProvider,
 }
 
 /// How a new symmetric allocation is filled.
@@ -86,6 +87,14 @@ impl Iris {
             Arc::clone(&stream),
             world.timeout,
         );
+        let shmem = ShmemProvider::new(
+            rank,
+            world.size,
+            if world.processes { 1 } else { world.size },
+            Arc::clone(&device),
+            Arc::clone(&world.collective),
+            Arc::clone(&stream),
+        );
         let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(rank, id, device = device.info().ordinal, "context created");
         Ok(Self {
@@ -97,6 +106,7 @@ impl Iris {
             heap,
             ipc,
             external,
+            shmem,
         })
     }
 
@@ -286,6 +296,7 @@ impl Iris {
             ProviderKind::Heap => &self.heap,
             ProviderKind::Ipc => &self.ipc,
             ProviderKind::External => &self.external,
+            ProviderKind::Shmem => &self.shmem,
         }
     }
 
@@ -482,6 +493,7 @@ impl Drop for Iris {
             tracing::warn!(rank = self.rank, %err, "a rank's work did not finish");
             self.world.mark_leak();
         }
+        self.shmem.finish();
     }
 }
 

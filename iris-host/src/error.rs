@@ -326,6 +326,16 @@ pub enum Error {
         addr: u64,
     },
 
+    /// A SHMEM engine (NVSHMEM, rocSHMEM) cannot serve symmetric memory here.
+    #[error("{engine} is unavailable: {reason}")]
+    ShmemUnavailable {
+        /// The engine (`NVSHMEM`, `rocSHMEM`, or `SHMEM` when the backend has none).
+        engine: &'static str,
+        /// Why: the library was not found (with every place searched), it failed to
+        /// start, or this world cannot use it.
+        reason: String,
+    },
+
     /// An operating-system call failed.
     #[error("{what}: {source}")]
     Io {

@@ -29,5 +29,8 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use launch::{KernelArgs, LaunchConfig};
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
-pub use symmetric::{ProviderKind, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider};
+pub use symmetric::{
+    ProviderKind, ShmemBootstrap, ShmemEngine, ShmemProvider, SymmetricAddressMap, SymmetricBuffer,
+    SymmetricProvider,
+};
 pub use world::World;

@@ -1,5 +1,6 @@
 //! Ranks as processes on the CPU backend: every provider (heap, per-allocation IPC,
-//! adopted external memory) at 2, 4 and 8 processes started by `iris-run`, the same
+//! adopted external memory; the SHMEM provider's refusal, the CPU having no SHMEM engine)
+//! at 2, 4 and 8 processes started by `iris-run`, the same
 //! program as threads, and the faults (a rank that never arrives, a rank that dies
 //! mid-rendezvous, two processes claiming one rank, ranks allocating different sizes,
 //! maps of foreign memory, bad external tables, a crashing rank under `iris-run`), each an
@@ -142,6 +143,18 @@ fn contract_rank(iris: &Iris) -> Result<String> {
     let threads = u64::from(BLOCKS * THREADS);
     let mut results = Vec::new();
     for kind in ProviderKind::ALL {
+        if kind == ProviderKind::Shmem {
+            // The CPU backend has no SHMEM engine: every rank is told so, and nothing
+            // waits (the GPU runs are in the facade's processes_e2e).
+            let err = iris.symmetric_with::<f32>(kind, 4).unwrap_err();
+            assert!(matches!(err, Error::ShmemUnavailable { .. }), "{err}");
+            assert!(
+                err.to_string()
+                    .contains("no SHMEM engine runs on the cpu backend"),
+                "{err}"
+            );
+            continue;
+        }
         let foreign_out = Foreign::new(iris, world * N * 4)?;
         let foreign_counter = Foreign::new(iris, 8)?;
         let (out, counter) = match kind {

@@ -249,6 +249,7 @@ pub fn provider_name(kind: ProviderKind) -> &'static str {
         ProviderKind::Heap => "heap",
         ProviderKind::Ipc => "ipc",
         ProviderKind::External => "external",
+        ProviderKind::Shmem => "shmem",
     }
 }
 

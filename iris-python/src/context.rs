@@ -686,11 +686,12 @@ fn parse_provider(name: &str) -> PyResult<ProviderKind> {
     match name.trim().to_ascii_lowercase().as_str() {
         "heap" => Ok(ProviderKind::Heap),
         "ipc" => Ok(ProviderKind::Ipc),
+        "shmem" => Ok(ProviderKind::Shmem),
         "external" => Err(usage(
             "provider \"external\" allocates nothing: adopt memory another system allocated with Context.adopt(tensor, handle)",
         )),
         other => Err(usage(format!(
-            "provider must be \"heap\" or \"ipc\", got {other:?}"
+            "provider must be \"heap\", \"ipc\" or \"shmem\", got {other:?}"
         ))),
     }
 }

@@ -1,7 +1,8 @@
 //! Symmetric memory: allocations every rank holds a copy of, each with a table of every
 //! rank's copy, from a [`SymmetricProvider`]: one heap per rank sub-allocated
 //! ([`HeapProvider`]), one exported allocation each ([`IpcProvider`]), or memory another
-//! system set up ([`ExternalProvider`]). [`ProviderKind`] names them.
+//! system set up ([`ExternalProvider`]), or a SHMEM library's heap ([`ShmemProvider`]).
+//! [`ProviderKind`] names them.
 
 mod address_map;
 mod buffer;
@@ -11,6 +12,7 @@ mod heap_provider;
 mod ipc_provider;
 mod peer_mask;
 mod provider;
+mod shmem;
 
 pub use address_map::SymmetricAddressMap;
 pub use buffer::SymmetricBuffer;
@@ -20,3 +22,4 @@ pub use heap_provider::{HeapProvider, RankHeap};
 pub use ipc_provider::IpcProvider;
 pub use peer_mask::PeerMask;
 pub use provider::{AllocationRequest, ProviderKind, SymmetricProvider};
+pub use shmem::{LibrarySearch, ShmemBootstrap, ShmemEngine, ShmemProvider};

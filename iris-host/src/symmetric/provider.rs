@@ -35,29 +35,37 @@ pub enum ProviderKind {
     /// tensor's `buffer_ptrs`), adopted with
     /// [`Iris::adopt_external`](crate::Iris::adopt_external); it allocates nothing.
     External,
+    /// A SHMEM library's symmetric heap: NVSHMEM on `cuda`, rocSHMEM on `hip`, loaded at
+    /// run time ([`ShmemProvider`](crate::ShmemProvider)). The engine owns the bootstrap
+    /// and the network, so this is the provider for worlds beyond one node; peers it
+    /// cannot address directly are outside each allocation's reachable mask. One rank
+    /// per process; allocation and free are collective.
+    Shmem,
 }
 
 impl ProviderKind {
     /// Every provider.
-    pub const ALL: [ProviderKind; 3] = [
+    pub const ALL: [ProviderKind; 4] = [
         ProviderKind::Heap,
         ProviderKind::Ipc,
         ProviderKind::External,
+        ProviderKind::Shmem,
     ];
 
-    /// Its name in messages: `heap`, `ipc`, `external`.
+    /// Its name in messages: `heap`, `ipc`, `external`, `shmem`.
     pub fn name(self) -> &'static str {
         match self {
             ProviderKind::Heap => "heap",
             ProviderKind::Ipc => "ipc",
             ProviderKind::External => "external",
+            ProviderKind::Shmem => "shmem",
         }
     }
 }
 
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
