@@ -4,12 +4,18 @@
 //!
 //! ```text
 //! cargo run --release --example all_gather -- [--ranks 1,2,4,8] [--elems N] [--iters K]
+//!                                             [--provider heap|ipc|shmem]
+//! iris-run -n 2 -- target/release/examples/all_gather --provider shmem
 //! ```
 //! Ranks are threads of this process, spread over the devices present (several ranks share
-//! one GPU on a one-GPU machine); with no GPU the kernel runs on the CPU.
+//! one GPU on a one-GPU machine); with no GPU the kernel runs on the CPU. Started by a
+//! launcher (`iris-run`, torchrun, mpirun, srun), each process is one rank of one world and
+//! `--ranks` is ignored. `--provider` picks where the symmetric output lives: iris's heap,
+//! one IPC export per allocation, or a SHMEM library's heap (NVSHMEM on CUDA, rocSHMEM on
+//! HIP; one rank per process).
 
 use iris::prelude::*;
-use iris::{BackendKind, Iris, LaunchConfig, World};
+use iris::{BackendKind, Iris, LaunchConfig, ProviderKind, World};
 use rand::Rng;
 use std::process::ExitCode;
 
@@ -29,6 +35,7 @@ struct Options {
     ranks: Vec<usize>,
     elems: Option<usize>,
     iters: usize,
+    provider: ProviderKind,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -36,6 +43,7 @@ fn parse_options() -> Result<Options, String> {
         ranks: vec![1, 2, 4, 8],
         elems: None,
         iters: 20,
+        provider: ProviderKind::Heap,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -61,8 +69,22 @@ fn parse_options() -> Result<Options, String> {
                     .map_err(|e| format!("--iters: {e}"))?
                     .max(1)
             }
+            "--provider" => {
+                opts.provider = match value()?.as_str() {
+                    "heap" => ProviderKind::Heap,
+                    "ipc" => ProviderKind::Ipc,
+                    "shmem" => ProviderKind::Shmem,
+                    other => {
+                        return Err(format!(
+                            "--provider: `{other}` is not one of heap, ipc, shmem"
+                        ))
+                    }
+                }
+            }
             "-h" | "--help" => {
-                println!("usage: all_gather [--ranks 1,2,4,8] [--elems N per rank] [--iters K]");
+                println!(
+                    "usage: all_gather [--ranks 1,2,4,8] [--elems N per rank] [--iters K] [--provider heap|ipc|shmem]"
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -71,21 +93,29 @@ fn parse_options() -> Result<Options, String> {
     Ok(opts)
 }
 
-/// What one rank measured.
-struct RankResult {
+/// What one world measured: the slowest rank's median, and whether every rank's result
+/// was right.
+struct WorldResult {
+    backend: BackendKind,
     device: String,
     correct: bool,
-    median_ms: f32,
+    worst_ms: f32,
 }
 
-fn run_rank(iris: &Iris, n: usize, iters: usize) -> iris::Result<RankResult> {
+/// Runs the all-gather on one rank; every rank returns the whole world's result.
+fn run_rank(
+    iris: &Iris,
+    n: usize,
+    iters: usize,
+    provider: ProviderKind,
+) -> iris::Result<WorldResult> {
     let world = iris.world_size();
     let me = iris.rank();
     let mut rng = rand::rng();
     let input_host: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let input = iris.from_slice(&input_host)?;
     // Poisoned: an element nobody wrote stays NaN and fails the check.
-    let out = iris.symmetric_full::<f32>(n * world, f32::NAN)?;
+    let out = iris.symmetric_from_slice_with(provider, &vec![f32::NAN; n * world])?;
     let config = LaunchConfig::for_elements(n as u64, 256);
 
     all_gather::launch(
@@ -124,10 +154,21 @@ fn run_rank(iris: &Iris, n: usize, iters: usize) -> iris::Result<RankResult> {
     }
     iris.barrier()?;
     times.sort_by(f32::total_cmp);
-    Ok(RankResult {
+    let medians = iris.all_gather(times[times.len() / 2])?;
+    let verdicts = iris.all_gather(u8::from(correct))?;
+    Ok(WorldResult {
+        backend: iris.backend_kind(),
         device: iris.device_info().name.clone(),
-        correct,
-        median_ms: times[times.len() / 2],
+        correct: verdicts.iter().all(|&v| v == 1),
+        worst_ms: medians.iter().copied().fold(0.0f32, f32::max),
+    })
+}
+
+fn elems_for(opts: &Options, backend: BackendKind) -> usize {
+    opts.elems.unwrap_or(if backend == BackendKind::Cpu {
+        1 << 16
+    } else {
+        1 << 20
     })
 }
 
@@ -139,9 +180,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut all_correct = true;
+    let launched = match iris::world::rank_env_from_process() {
+        Ok(env) => env,
+        Err(e) => {
+            eprintln!("all_gather: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut rows = Vec::new();
-    for &ranks in &opts.ranks {
+    let worlds = match &launched {
+        Some(env) => vec![env.world_size],
+        None => opts.ranks.clone(),
+    };
+    for ranks in worlds {
         let probe = World::threads(1)
             .heap_bytes(1 << 20)
             .run(|iris| Ok(iris.backend_kind()));
@@ -152,47 +203,51 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let n = opts.elems.unwrap_or(if backend == BackendKind::Cpu {
-            1 << 16
-        } else {
-            1 << 20
-        });
+        let n = elems_for(&opts, backend);
         let heap = (n * ranks * 4).next_multiple_of(1 << 20) + (1 << 20);
-        let result = World::threads(ranks)
+        let world = match &launched {
+            Some(env) => World::process(env.clone()),
+            None => World::threads(ranks),
+        };
+        let result = world
             .heap_bytes(heap)
-            .run(|iris| run_rank(iris, n, opts.iters));
+            .run(|iris| run_rank(iris, n, opts.iters, opts.provider));
         match result {
-            Ok(per_rank) => {
-                let correct = per_rank.iter().all(|r| r.correct);
-                all_correct &= correct;
-                let worst_ms = per_rank.iter().map(|r| r.median_ms).fold(0.0f32, f32::max);
-                // Each rank writes n elements to every rank.
-                let bytes_written = (n * 4 * ranks) as f64;
-                let gbps = bytes_written / (worst_ms as f64 * 1e-3) / 1e9;
-                rows.push((
-                    ranks,
-                    backend,
-                    per_rank[0].device.clone(),
-                    n * 4,
-                    worst_ms,
-                    gbps,
-                    correct,
-                ));
-            }
+            Ok(per_rank) => rows.push((ranks, n * 4, per_rank.into_iter().next())),
             Err(e) => {
                 eprintln!("all_gather at {ranks} ranks failed: {e}");
                 return ExitCode::FAILURE;
             }
         }
     }
+    if launched.as_ref().is_some_and(|env| env.rank != 0) {
+        // Rank 0 prints the table; every rank checked the same world result.
+        let all_correct = rows
+            .iter()
+            .all(|(_, _, r)| r.as_ref().is_some_and(|r| r.correct));
+        return if all_correct {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let mut all_correct = true;
     println!(
-        "{:>5}  {:>7}  {:>12}  {:>10}  {:>12}  {:>7}  device",
-        "ranks", "backend", "bytes/rank", "time (ms)", "GB/s/rank", "correct"
+        "{:>5}  {:>7}  {:>8}  {:>12}  {:>10}  {:>12}  {:>7}  device",
+        "ranks", "backend", "provider", "bytes/rank", "time (ms)", "GB/s/rank", "correct"
     );
-    for (ranks, backend, device, bytes, ms, gbps, correct) in rows {
+    for (ranks, bytes, result) in rows {
+        let Some(r) = result else { continue };
+        all_correct &= r.correct;
+        // Each rank writes its bytes to every rank.
+        let gbps = (bytes * ranks) as f64 / (r.worst_ms as f64 * 1e-3) / 1e9;
         println!(
-            "{ranks:>5}  {backend:>7}  {bytes:>12}  {ms:>10.4}  {gbps:>12.2}  {:>7}  {device}",
-            if correct { "yes" } else { "NO" }
+            "{ranks:>5}  {:>7}  {:>8}  {bytes:>12}  {:>10.4}  {gbps:>12.2}  {:>7}  {}",
+            r.backend,
+            opts.provider,
+            r.worst_ms,
+            if r.correct { "yes" } else { "NO" },
+            r.device
         );
     }
     if all_correct {
