@@ -10,6 +10,7 @@ mod heap_allocator;
 mod heap_provider;
 mod ipc_provider;
 mod peer_mask;
+pub(crate) mod peer_table;
 mod provider;
 
 pub use address_map::SymmetricAddressMap;
