@@ -574,6 +574,72 @@ fn a_peer_that_never_arrives_is_reported_by_rank() {
     }
 }
 
+/// The barrier a rank's `PeerFailed` names: `(epoch E, slot S)`.
+fn named_barrier(message: &str) -> &str {
+    let start = message
+        .find("(epoch ")
+        .unwrap_or_else(|| panic!("no epoch in: {message}"));
+    let end = start + message[start..].find(')').expect("closing parenthesis");
+    &message[start..=end]
+}
+
+/// A rank told to stop by the rank that gave up reports the same barrier (epoch and slot)
+/// and the same missing rank. Rank 2 never arrives; rank 0 gives up soon; rank 1 would wait
+/// far longer than the test, so it stops only because rank 0 told it to.
+#[test]
+fn a_rank_told_to_stop_names_the_barrier_that_gave_up() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        let results = World::threads(3)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(std::time::Duration::from_secs(60))
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                // Together once (the first use of a unit loads it, collectively).
+                ccl.barrier()?;
+                ccl.synchronize()?;
+                for _ in 0..3 {
+                    ccl.barrier()?; // a later epoch than the first
+                }
+                ccl.synchronize()?;
+                iris.barrier()?;
+                let outcome = match iris.rank() {
+                    2 => None,
+                    rank => {
+                        let spins = if rank == 0 { 1 << 20 } else { 1 << 40 };
+                        let ccl = ccl.with_spin_limit(spins);
+                        ccl.barrier()?;
+                        Some(ccl.synchronize().map_err(|e| e.to_string()))
+                    }
+                };
+                iris.barrier()?;
+                Ok(outcome)
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let gave_up = results[0].clone().expect("rank 0 reports");
+        let gave_up = gave_up.expect_err("rank 0's barrier should give up on rank 2");
+        let told = results[1].clone().expect("rank 1 reports");
+        let told = told.expect_err("rank 1 should be told to stop");
+        for message in [&gave_up, &told] {
+            assert!(
+                message.contains("rank 2 did not arrive"),
+                "{backend}: {message}"
+            );
+        }
+        assert!(
+            told.starts_with("rank 1 stopped waiting"),
+            "{backend}: {told}"
+        );
+        assert_eq!(
+            named_barrier(&told),
+            named_barrier(&gave_up),
+            "{backend}: rank 1 names another barrier than rank 0"
+        );
+        assert_eq!(named_barrier(&gave_up), "(epoch 5, slot 0)", "{backend}");
+    }
+}
+
 iris::ccl::kernels_with_barrier! {
     /// A user kernel meeting the device barrier every iteration.
     mod ring {

@@ -260,6 +260,7 @@ fn check_survivors(backend: BackendKind, world: usize, victim: usize) {
         ended[victim].code, None,
         "the victim was killed: {ended:#?}"
     );
+    let mut barriers = Vec::new();
     for (rank, e) in ended.iter().enumerate().filter(|&(r, _)| r != victim) {
         assert_eq!(e.code, Some(1), "{backend}: rank {rank} must fail: {e:#?}");
         let line = e
@@ -274,6 +275,12 @@ fn check_survivors(backend: BackendKind, world: usize, victim: usize) {
             "{backend}: {line}"
         );
         assert!(line.contains("output untouched: true"), "{backend}: {line}");
+        let barrier = line
+            .split_once("(epoch ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(barrier, _)| barrier.to_string())
+            .unwrap_or_default();
+        barriers.push(barrier);
         assert!(
             e.stderr
                 .contains(&format!("ROLE-ERROR rank {rank} failed: {names}"))
@@ -287,6 +294,14 @@ fn check_survivors(backend: BackendKind, world: usize, victim: usize) {
         );
         eprintln!("{backend}, {world} ranks, rank {victim} killed: rank {rank}: {line} (process ended {after:.2?} after the kill)");
     }
+    // Whether a survivor gave up itself or was told to stop by one that did, every survivor
+    // names the same barrier, a real one (epochs start at 1).
+    assert!(
+        barriers
+            .iter()
+            .all(|b| *b == barriers[0] && !b.starts_with("0,")),
+        "{backend}: the survivors name different barriers: {barriers:?}"
+    );
     eprintln!("{backend}: job of {world} in {:.2?}", started.elapsed());
 }
 

@@ -44,7 +44,7 @@ pub enum ParamKind {
     /// A raw device pointer (`*const T` / `*mut T`): one 8-byte slot.
     Pointer,
     /// A `Symmetric<T>`: three 8-byte slots, the local pointer, the local base and the
-    /// device address of the allocation's peer table.
+    /// device address of the allocation's peer table (its entry 0; see [`peer_table`]).
     Symmetric,
 }
 
@@ -83,6 +83,10 @@ pub struct KernelSpec {
     pub uses_block_barrier: bool,
     /// The most threads per block its code objects were built for.
     pub max_block_threads: u32,
+    /// Whether its remote operations check the peer index against the world size (see
+    /// [`peer_table`]): a launch then makes the host read the context's error word at
+    /// the next synchronization.
+    pub peer_checks: bool,
 }
 
 impl KernelSpec {
@@ -91,6 +95,8 @@ impl KernelSpec {
         self.params.iter().map(|p| p.kind.slots()).sum()
     }
 }
+
+pub mod peer_table;
 
 /// Everything one `#[iris::kernel]` item compiled to.
 #[derive(Clone, Copy, Debug)]

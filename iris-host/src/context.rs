@@ -14,6 +14,7 @@ use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
 use crate::memory::{byte_len, Buffer, Pod};
 use crate::module::DeviceSlot;
+use crate::peer_errors::PeerErrors;
 use crate::symmetric::{
     AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, PeerMask, ProviderKind,
     ShmemProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
@@ -35,6 +36,10 @@ static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// ([`symmetric_with`](Iris::symmetric_with)), and memory another system set up
 /// ([`adopt_external`](Iris::adopt_external)). Whatever the provider, a
 /// [`SymmetricBuffer`] passes the same way to a kernel's `Symmetric<T>` parameter.
+///
+/// Kernels built with peer checks (`#[iris::kernel(peer_checks)]`, `IRIS_PEER_CHECKS=1`)
+/// record a peer index outside the world in the context's error word;
+/// [`synchronize`](Iris::synchronize) reports it as [`Error::PeerOutOfRange`].
 pub struct Iris {
     id: u64,
     rank: usize,
@@ -45,6 +50,7 @@ pub struct Iris {
     ipc: IpcProvider,
     external: ExternalProvider,
     shmem: ShmemProvider,
+    peer_errors: PeerErrors,
 }
 
 /// How a new symmetric allocation is filled.
@@ -61,6 +67,7 @@ impl Iris {
         })?;
         let device = Arc::clone(&heap.device);
         let stream: Arc<dyn Stream> = Arc::from(device.device().create_stream()?);
+        let peer_errors = PeerErrors::new(device.device(), &*stream)?;
         let reachable = world
             .reachable
             .get(&rank)
@@ -72,6 +79,7 @@ impl Iris {
             reachable.clone(),
             Arc::clone(&world.collective),
             Arc::clone(&stream),
+            peer_errors.addr(),
         )?;
         let ipc = IpcProvider::new(
             rank,
@@ -79,6 +87,7 @@ impl Iris {
             reachable,
             Arc::clone(&world.collective),
             Arc::clone(&stream),
+            peer_errors.addr(),
         );
         let external = ExternalProvider::new(
             rank,
@@ -86,6 +95,7 @@ impl Iris {
             Arc::clone(&device),
             Arc::clone(&stream),
             world.timeout,
+            peer_errors.addr(),
         );
         let shmem = ShmemProvider::new(
             rank,
@@ -94,6 +104,7 @@ impl Iris {
             Arc::clone(&device),
             Arc::clone(&world.collective),
             Arc::clone(&stream),
+            peer_errors.addr(),
         );
         let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(rank, id, device = device.info().ordinal, "context created");
@@ -107,6 +118,7 @@ impl Iris {
             ipc,
             external,
             shmem,
+            peer_errors,
         })
     }
 
@@ -308,7 +320,19 @@ impl Iris {
     // ----- synchronization -----------------------------------------------------------
 
     /// Waits until all work queued by this rank has finished.
+    ///
+    /// After a launch of a kernel built with peer checks, also reads (and resets) the
+    /// context's error word: a peer index outside the world used since the last report
+    /// is [`Error::PeerOutOfRange`]. Without such a launch there is nothing more to do.
     pub fn synchronize(&self) -> Result<()> {
+        self.wait_stream()?;
+        self.peer_errors
+            .take(self.device.device(), &*self.stream, self.rank)
+    }
+
+    /// Waits for this rank's queued work, leaving a recorded peer error for the next
+    /// [`synchronize`](Iris::synchronize).
+    fn wait_stream(&self) -> Result<()> {
         self.stream
             .synchronize(self.world.timeout)
             .map_err(|e| e.on_rank(self.rank))
@@ -391,6 +415,9 @@ impl Iris {
         );
         validate(unit, kernel, &config, &args, self.device.info(), self.id)?;
         let module = self.device.module_ref(unit)?;
+        if unit.kernels.get(kernel).is_some_and(|k| k.peer_checks) {
+            self.peer_errors.mark_pending();
+        }
         let mut slots = args.slot_pointers();
         let dims = LaunchDims {
             grid: config.grid,
@@ -461,7 +488,7 @@ impl Iris {
     /// Frees a buffer's allocation once this rank's queued work has finished; leaks it if
     /// that work does not finish.
     pub(crate) fn release(&self, addr: u64) {
-        if let Err(err) = self.synchronize() {
+        if let Err(err) = self.wait_stream() {
             tracing::warn!(rank = self.rank, %err, "leaking a buffer: queued work did not finish");
             self.world.mark_leak();
             return;
@@ -477,7 +504,7 @@ impl Iris {
         provider: ProviderKind,
         map: &SymmetricAddressMap,
     ) -> Result<()> {
-        if let Err(err) = self.synchronize() {
+        if let Err(err) = self.wait_stream() {
             self.world.mark_leak();
             return Err(err);
         }
@@ -489,9 +516,22 @@ impl Iris {
 
 impl Drop for Iris {
     fn drop(&mut self) {
-        if let Err(err) = self.synchronize() {
+        if let Err(err) = self.wait_stream() {
             tracing::warn!(rank = self.rank, %err, "a rank's work did not finish");
             self.world.mark_leak();
+            self.shmem.abandon();
+            return;
+        }
+        if let Err(err) = self
+            .peer_errors
+            .take(self.device.device(), &*self.stream, self.rank)
+        {
+            tracing::warn!(rank = self.rank, %err, "unreported when the context ended");
+        }
+        // SAFETY: the rank's work has finished; the tables naming the word are only read
+        // by kernels of this context.
+        if let Err(err) = unsafe { self.peer_errors.free(self.device.device()) } {
+            tracing::warn!(rank = self.rank, %err, "freeing the error word");
         }
         self.shmem.finish();
     }

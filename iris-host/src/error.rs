@@ -153,6 +153,23 @@ pub enum Error {
         peer: usize,
     },
 
+    /// A kernel built with peer checks (`#[iris::kernel(peer_checks)]`,
+    /// `IRIS_PEER_CHECKS=1`) used a peer index outside the world in a remote operation.
+    /// The access went to a scratch slot of the peer table, so no rank's memory was
+    /// touched by it (a load returned an unspecified value). Reported by the rank's next
+    /// [`Iris::synchronize`](crate::Iris::synchronize) (or a copy that waits for its
+    /// work), for the first bad peer since the last report.
+    #[error("rank {rank}: a kernel built with peer checks used peer index {peer}, but the world has {world_size} ranks (valid peers 0..{world_size}); the access went to a scratch slot, not to any peer")]
+    PeerOutOfRange {
+        /// The rank whose kernel used the peer.
+        rank: usize,
+        /// The peer index it used (a negative `i32` cast to the `u32` peer shows as a
+        /// large number).
+        peer: u32,
+        /// The world size.
+        world_size: usize,
+    },
+
     /// A symmetric address map whose invariants do not hold.
     #[error("invalid symmetric address map: {0}")]
     InvalidAddressMap(String),

@@ -19,6 +19,7 @@ pub mod launch;
 pub mod launcher;
 pub mod memory;
 pub mod module;
+mod peer_errors;
 pub mod symmetric;
 mod sync;
 pub mod world;

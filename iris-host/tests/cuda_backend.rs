@@ -110,6 +110,7 @@ const KERNELS: &[KernelSpec] = &[
         shared_bytes: 0,
         uses_block_barrier: false,
         max_block_threads: 1024,
+        peer_checks: false,
     },
     KernelSpec {
         name: "translate_store",
@@ -133,6 +134,7 @@ const KERNELS: &[KernelSpec] = &[
         shared_bytes: 0,
         uses_block_barrier: false,
         max_block_threads: 1024,
+        peer_checks: false,
     },
 ];
 

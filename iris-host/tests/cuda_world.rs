@@ -108,6 +108,7 @@ static UNIT: KernelUnit = KernelUnit {
         shared_bytes: 0,
         uses_block_barrier: false,
         max_block_threads: 1024,
+        peer_checks: false,
     }],
     code_objects: &[CodeObject {
         target: "sm_80",

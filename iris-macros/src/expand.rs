@@ -1,8 +1,9 @@
 //! The two attributes' expansion: parse, re-emit for rustc, compile, emit launchers.
 
 use crate::launcher::launcher_module;
+use crate::options::{self, Options};
 use crate::unit_tokens::unit_static;
-use iris_device::compiler::{self, CompileError, Target};
+use iris_device::compiler::{self, CompileError, CompiledUnit, Target};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::spanned::Spanned;
@@ -36,18 +37,47 @@ fn errors_to_tokens(errors: &[CompileError]) -> TokenStream {
         .collect()
 }
 
-/// Targets and dump directory from the environment, and tokens that make cargo rebuild
-/// the kernels when either variable changes.
-fn build_settings(
-    span: Span,
-) -> Result<(Vec<Target>, Option<std::path::PathBuf>, TokenStream), CompileError> {
+/// What the build environment asks of every kernel.
+struct Settings {
+    /// `IRIS_TARGETS`.
+    targets: Vec<Target>,
+    /// `IRIS_DUMP`.
+    dump: Option<std::path::PathBuf>,
+    /// `IRIS_PEER_CHECKS`.
+    peer_checks: bool,
+    /// Tokens that make cargo rebuild the kernels when any of the variables changes.
+    track: TokenStream,
+}
+
+/// The build settings from the environment.
+fn build_settings(span: Span) -> Result<Settings, CompileError> {
     let targets = compiler::targets_from_env().map_err(|e| CompileError::new(span, e))?;
     let dump = compiler::dump_dir_from_env();
+    let peer_checks = compiler::peer_checks_from_env().map_err(|e| CompileError::new(span, e))?;
     let track = quote! {
         const _: ::core::option::Option<&str> = ::core::option_env!("IRIS_TARGETS");
         const _: ::core::option::Option<&str> = ::core::option_env!("IRIS_DUMP");
+        const _: ::core::option::Option<&str> = ::core::option_env!("IRIS_PEER_CHECKS");
     };
-    Ok((targets, dump, track))
+    Ok(Settings {
+        targets,
+        dump,
+        peer_checks,
+        track,
+    })
+}
+
+/// Builds and compiles a unit, with peer checks when the attribute or the environment
+/// asks for them.
+fn compile(
+    name: &str,
+    items: &[(syn::ItemFn, bool)],
+    settings: &Settings,
+    options: Options,
+) -> Result<CompiledUnit, Vec<CompileError>> {
+    let mut ir = compiler::frontend::build_unit(name, items)?;
+    ir.peer_checks = options.peer_checks || settings.peer_checks;
+    compiler::compile_ir(ir, &settings.targets, settings.dump.clone()).map_err(|e| vec![e])
 }
 
 /// The never-called copy of a function that rustc type-checks against the prelude.
@@ -72,10 +102,10 @@ fn shim_name(kernel: &syn::Ident) -> syn::Ident {
 
 /// `#[iris::kernel] fn ...`
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        return syn::Error::new(attr.span(), "#[iris::kernel] takes no arguments")
-            .to_compile_error();
-    }
+    let options = match options::parse("#[iris::kernel]", attr) {
+        Ok(o) => o,
+        Err(e) => return e.to_compile_error(),
+    };
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
@@ -88,12 +118,17 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let name = func.sig.ident.clone();
     let shim = check_shim(&func, Some(shim_name(&name)));
-    let (targets, dump, track) = match build_settings(name.span()) {
+    let settings = match build_settings(name.span()) {
         Ok(s) => s,
         Err(e) => return errors_to_tokens(&[e]).into_iter().chain(shim).collect(),
     };
-    let compiled =
-        compiler::compile_unit(&name.to_string(), &[(func.clone(), true)], &targets, dump);
+    let track = &settings.track;
+    let compiled = compile(
+        &name.to_string(),
+        &[(func.clone(), true)],
+        &settings,
+        options,
+    );
     match compiled {
         Err(errors) => {
             let errs = errors_to_tokens(&errors);
@@ -109,10 +144,10 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[iris::kernels] mod ... { ... }`
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        return syn::Error::new(attr.span(), "#[iris::kernels] takes no arguments")
-            .to_compile_error();
-    }
+    let options = match options::parse("#[iris::kernels]", attr) {
+        Ok(o) => o,
+        Err(e) => return e.to_compile_error(),
+    };
     let module: syn::ItemMod = match syn::parse2(item) {
         Ok(m) => m,
         Err(_) => {
@@ -136,8 +171,11 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     for item in items {
         match item {
             syn::Item::Fn(f) => {
-                let is_kernel = f.attrs.iter().any(|a| a.path().is_ident("kernel"));
-                functions.push((f.clone(), is_kernel));
+                let marker = f.attrs.iter().find(|a| a.path().is_ident("kernel"));
+                if let Some(e) = marker.and_then(options::kernel_marker_error) {
+                    errors.push(CompileError::new(e.span(), e.to_string()));
+                }
+                functions.push((f.clone(), marker.is_some()));
             }
             syn::Item::Use(_) => kept.push(item.to_token_stream()),
             other => errors.push(CompileError::new(
@@ -160,8 +198,9 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let body = match build_settings(mod_name.span()) {
         Err(e) => errors_to_tokens(&[e]),
-        Ok((targets, dump, track)) => {
-            match compiler::compile_unit(&mod_name.to_string(), &functions, &targets, dump) {
+        Ok(settings) => {
+            let track = &settings.track;
+            match compile(&mod_name.to_string(), &functions, &settings, options) {
                 Err(errors) => errors_to_tokens(&errors),
                 Ok(unit) => {
                     let unit_static =

@@ -12,6 +12,10 @@
 //!
 //! Anything outside the kernel subset is a `compile_error!` at the offending tokens.
 //!
+//! `#[iris::kernel(peer_checks)]` / `#[iris::kernels(peer_checks)]` (or `IRIS_PEER_CHECKS=1`
+//! at build time, for every kernel) build kernels whose remote operations check the peer
+//! index against the world size; see `iris_device::abi::peer_table`.
+//!
 //! Use the attributes through the facade crate, `iris::kernel` and `iris::kernels`, whose
 //! documentation has compiled examples.
 
@@ -19,6 +23,7 @@ mod expand;
 #[cfg(test)]
 mod fuzz;
 mod launcher;
+mod options;
 mod unit_tokens;
 
 use proc_macro::TokenStream;
@@ -37,6 +42,10 @@ use proc_macro::TokenStream;
 /// }
 /// // host: scale::launch(&iris, (blocks, threads), &buffer, 2.0, n)?;
 /// ```
+///
+/// `#[iris::kernel(peer_checks)]` builds it with peer checks: a remote operation with a
+/// peer outside the world is recorded (the host's next synchronization returns
+/// `Error::PeerOutOfRange`) and touches a scratch slot instead of any peer.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::guarded(|| expand::kernel(attr.into(), item.into())).into()
@@ -55,6 +64,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///     pub fn sum_into(x: *mut f32, y: *const f32) { unsafe { *x = add(*x, *y) } }
 /// }
 /// ```
+///
+/// `#[iris::kernels(peer_checks)]` builds every kernel of the module with peer checks
+/// (the markers inside take no arguments).
 #[proc_macro_attribute]
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::guarded(|| expand::kernels(attr.into(), item.into())).into()

@@ -31,7 +31,7 @@ fn param_kind(ty: &Type) -> TokenStream {
     }
 }
 
-fn kernel_spec(f: &Function) -> TokenStream {
+fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
     let name = &f.name;
     let params = f.params().iter().map(|p| {
         let pname = &p.name;
@@ -48,6 +48,7 @@ fn kernel_spec(f: &Function) -> TokenStream {
             shared_bytes: #shared,
             uses_block_barrier: #barrier,
             max_block_threads: 1024,
+            peer_checks: #peer_checks,
         }
     }
 }
@@ -59,7 +60,7 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStr
         .functions
         .iter()
         .filter(|f| f.is_kernel)
-        .map(kernel_spec);
+        .map(|f| kernel_spec(f, unit.ir.peer_checks));
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {

@@ -6,7 +6,7 @@
 //! | words | holds |
 //! |---|---|
 //! | `0` | `0`, or `1 + r` once a wait gave up on rank `r` (sticky: the communicator is then broken) |
-//! | `1`, `2` | the epoch and the slot of that wait |
+//! | `1`, `2` | the epoch and the slot of that wait (on every copy the giving-up rank broke) |
 //! | `3` | reserved |
 //! | `4 + slot` (`slot < 128`) | how many threads of the block using `slot` finished (local only) |
 //! | `132 + slot * world + peer` | the latest epoch at which `peer` arrived at barrier `slot` |
@@ -19,8 +19,9 @@
 //! memory only: the peers push.
 //!
 //! Each wait polls at most `spins` times per peer. A rank that gives up records the missing
-//! rank in word 0 of every other rank's copy (so that they give up at once instead of
-//! spinning out their own budget) and the host reports it from
+//! rank, the epoch and the slot in its own copy and in every other rank's (so that they give
+//! up at once instead of spinning out their own budget, and report the same barrier; the
+//! first rank to break a copy writes it) and the host reports it from
 //! [`Ccl::synchronize`](super::Ccl::synchronize).
 
 /// Wraps an inline module in `#[iris::kernels]` and adds the device-side barrier's functions
@@ -108,17 +109,29 @@ macro_rules! __ccl_kernels_with_barrier {
                 }
             }
 
+            // This rank's copy first, then every other rank's but the missing one's: on each
+            // copy not yet broken, the missing rank, then the slot, then the epoch (`Release`:
+            // a rank told to stop waits for it, and so sees the slot too).
             fn ccl_give_up(signals: iris::prelude::Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32, missing: u32) {
                 let code = missing as u64 + 1;
-                let first = iris::atomic_cas(signals, 0, code, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
-                if first == 0 {
-                    iris::atomic_store(signals.add(1), epoch, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
-                    iris::atomic_store(signals.add(2), slot as u64, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
-                }
-                for peer in 0..world {
-                    if peer != me && peer != missing {
-                        iris::atomic_cas(signals, 0, code, peer, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
+                for i in 0..world {
+                    let peer = (me + i) % world;
+                    if peer != missing {
+                        let first = iris::atomic_cas(signals, 0, code, peer, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
+                        if first == 0 {
+                            iris::atomic_store(signals.add(2), slot as u64, peer, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
+                            iris::atomic_store(signals.add(1), epoch, peer, iris::prelude::Ordering::Release, iris::prelude::Scope::System);
+                        }
                     }
+                }
+            }
+
+            // Told to stop: waits (at most `spins` polls) until the rank that gave up wrote
+            // the epoch (epochs start at 1), so that the host reads the real epoch and slot.
+            fn ccl_told_to_stop(signals: iris::prelude::Symmetric<u64>, me: u32, spins: u64) {
+                let mut polls = 0u64;
+                while polls < spins && iris::atomic_load(signals.add(1), me, iris::prelude::Ordering::Acquire, iris::prelude::Scope::System) == 0 {
+                    polls += 1;
                 }
             }
 
@@ -132,6 +145,7 @@ macro_rules! __ccl_kernels_with_barrier {
                         if polls % 1024 == 0 {
                             let broken = iris::atomic_load(signals, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
                             if broken != 0 {
+                                ccl_told_to_stop(signals, me, spins);
                                 return broken as u32;
                             }
                         }

@@ -88,6 +88,26 @@ pub fn compile_unit(
     compile_ir(ir, targets, dump).map_err(|e| vec![e])
 }
 
+/// Whether `IRIS_PEER_CHECKS` builds every kernel with peer checks: `1`, `true`, `yes`
+/// or `on` turn them on; unset, empty, `0`, `false`, `no` or `off` leave them off;
+/// anything else is an error.
+pub fn peer_checks_from_env() -> Result<bool, String> {
+    match std::env::var("IRIS_PEER_CHECKS") {
+        Ok(v) => parse_switch(&v).ok_or_else(|| {
+            format!("IRIS_PEER_CHECKS={v:?} is invalid: use 1 (peer checks on) or 0 (off)")
+        }),
+        Err(_) => Ok(false),
+    }
+}
+
+fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "" | "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 /// The directory named by `IRIS_DUMP`, if set.
 pub fn dump_dir_from_env() -> Option<PathBuf> {
     std::env::var_os("IRIS_DUMP")
@@ -100,4 +120,20 @@ fn ir_span(ir: &kernel_ir::Unit) -> proc_macro2::Span {
         .first()
         .map(|f| f.span)
         .unwrap_or_else(proc_macro2::Span::call_site)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_switch;
+
+    #[test]
+    fn switches_read_like_booleans() {
+        for on in ["1", "true", "ON", " yes "] {
+            assert_eq!(parse_switch(on), Some(true), "{on}");
+        }
+        for off in ["", "0", "false", "Off", "no"] {
+            assert_eq!(parse_switch(off), Some(false), "{off}");
+        }
+        assert_eq!(parse_switch("2"), None);
+    }
 }

@@ -8,6 +8,7 @@ mod cpu_run;
 mod everywhere;
 mod hoisting;
 mod kernels;
+mod peer_checks;
 mod semantics;
 mod smoke;
 mod source;

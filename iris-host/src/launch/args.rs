@@ -286,6 +286,7 @@ mod tests {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 0,
+            peer_checks: false,
         }];
         Box::leak(Box::new(KernelUnit {
             id: "args_tests",

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 
 /// One symmetric allocation as seen from one rank: its own copy (`base`, `bytes`), the
 /// device address of the table of every rank's base (one `u64` per rank, in this rank's
-/// device memory, written once when the allocation is made), and which peers this rank's
+/// device memory, written once when the allocation is made; the address is entry 0's,
+/// after the header of [`iris_device::abi::peer_table`]), and which peers this rank's
 /// device can reach.
 ///
 /// A kernel translates a pointer `p` into this allocation to rank `r`'s copy as

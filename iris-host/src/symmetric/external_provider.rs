@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
-use crate::backend::{MemoryKind, Stream};
+use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
+use crate::backend::Stream;
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::sync::lock;
@@ -21,19 +21,23 @@ pub struct ExternalProvider {
     device: Arc<DeviceSlot>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
+    /// The device address of the context's error word, for the tables' headers.
+    error_word: u64,
     /// By table address (the same memory may be adopted twice).
     live: Mutex<BTreeMap<u64, SymmetricAddressMap>>,
 }
 
 impl ExternalProvider {
     /// The provider of rank `rank` of a world of `world_size`, uploading tables to
-    /// `device` in order on `stream`.
+    /// `device` in order on `stream`, each naming the context's error word (device address
+    /// `error_word`) in its header.
     pub fn new(
         rank: usize,
         world_size: usize,
         device: Arc<DeviceSlot>,
         stream: Arc<dyn Stream>,
         timeout: Duration,
+        error_word: u64,
     ) -> Self {
         Self {
             rank,
@@ -41,6 +45,7 @@ impl ExternalProvider {
             device,
             stream,
             timeout,
+            error_word,
             live: Mutex::new(BTreeMap::new()),
         }
     }
@@ -82,24 +87,20 @@ impl ExternalProvider {
             }
             Err(err) => {
                 // SAFETY: the table was never handed out.
-                let _ = unsafe { self.device.device().free(table) };
+                let _ = unsafe { peer_table::free(self.device.device(), table) };
                 Err(err)
             }
         }
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        let device = self.device.device();
-        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
-        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
-        self.stream.synchronize(self.timeout)?;
-        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
-        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
-            // SAFETY: nothing has seen `table`.
-            let _ = unsafe { device.free(table) };
-            return Err(err);
-        }
-        Ok(table)
+        peer_table::upload(
+            self.device.device(),
+            &*self.stream,
+            self.timeout,
+            bases,
+            self.error_word,
+        )
     }
 }
 
@@ -148,7 +149,7 @@ impl SymmetricProvider for ExternalProvider {
         drop(live);
         // SAFETY: the rank's work has finished; the table belongs to this adoption. The
         // memory itself belongs to the system that allocated it.
-        unsafe { self.device.device().free(map.table()) }
+        unsafe { peer_table::free(self.device.device(), map.table()) }
     }
 }
 

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{
-    AllocationRequest, HeapAllocator, HeapError, PeerMask, SymmetricAddressMap, SymmetricProvider,
+    peer_table, AllocationRequest, HeapAllocator, HeapError, PeerMask, SymmetricAddressMap,
+    SymmetricProvider,
 };
-use crate::backend::{MemoryKind, Stream};
+use crate::backend::Stream;
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::sync::lock;
@@ -100,6 +101,8 @@ pub struct HeapProvider {
     collective: Arc<dyn Collective>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
+    /// The device address of the context's error word, for the tables' headers.
+    error_word: u64,
     allocator: Mutex<HeapAllocator>,
     /// The maps handed out, by offset.
     live: Mutex<BTreeMap<usize, SymmetricAddressMap>>,
@@ -107,14 +110,16 @@ pub struct HeapProvider {
 
 impl HeapProvider {
     /// The provider of rank `rank`, given every rank's heap as mapped in this process
-    /// (`heaps[rank]` is its own), the peers its device can reach, the world's collective
-    /// and the rank's stream.
+    /// (`heaps[rank]` is its own), the peers its device can reach, the world's collective,
+    /// the rank's stream and the device address of its context's error word (which every
+    /// table's header names).
     pub fn new(
         rank: usize,
         heaps: Arc<[RankHeap]>,
         reachable: PeerMask,
         collective: Arc<dyn Collective>,
         stream: Arc<dyn Stream>,
+        error_word: u64,
     ) -> Result<Self> {
         let own = heaps.get(rank).ok_or_else(|| {
             Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))
@@ -139,6 +144,7 @@ impl HeapProvider {
             collective,
             stream,
             timeout,
+            error_word,
             allocator,
             live: Mutex::new(BTreeMap::new()),
         })
@@ -217,17 +223,13 @@ impl HeapProvider {
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        let device = self.own().device.device();
-        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
-        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
-        self.stream.synchronize(self.timeout)?;
-        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
-        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
-            // SAFETY: nothing has seen `table`.
-            let _ = unsafe { device.free(table) };
-            return Err(err);
-        }
-        Ok(table)
+        peer_table::upload(
+            self.own().device.device(),
+            &*self.stream,
+            self.timeout,
+            bases,
+            self.error_word,
+        )
     }
 }
 
@@ -345,7 +347,7 @@ impl SymmetricProvider for HeapProvider {
         .inspect_err(|_| {
             release();
             // SAFETY: the table was never handed out.
-            let _ = unsafe { self.own().device.device().free(table) };
+            let _ = unsafe { peer_table::free(self.own().device.device(), table) };
         })
     }
 
@@ -400,7 +402,7 @@ impl SymmetricProvider for HeapProvider {
             .map_err(|e| self.heap_error(self.rank, &e))?;
         lock(&self.live).remove(&offset);
         // SAFETY: the table belongs to this allocation, whose work has finished.
-        unsafe { own.device.device().free(map.table()) }
+        unsafe { peer_table::free(own.device.device(), map.table()) }
     }
 }
 

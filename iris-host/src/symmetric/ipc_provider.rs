@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
+use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
 use crate::backend::{MemoryKind, Stream};
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
@@ -29,6 +29,8 @@ pub struct IpcProvider {
     collective: Arc<dyn Collective>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
+    /// The device address of the context's error word, for the tables' headers.
+    error_word: u64,
     /// By this rank's base address.
     live: Mutex<BTreeMap<u64, Allocation>>,
 }
@@ -65,13 +67,15 @@ impl Offer {
 impl IpcProvider {
     /// The provider of rank `rank` on `device`, whose device can reach the ranks in
     /// `reachable` (a peer whose memory cannot be mapped is dropped from an allocation's
-    /// mask), collecting through `collective`, ordering on `stream`.
+    /// mask), collecting through `collective`, ordering on `stream`, naming the context's
+    /// error word (device address `error_word`) in every table's header.
     pub fn new(
         rank: usize,
         device: Arc<DeviceSlot>,
         reachable: PeerMask,
         collective: Arc<dyn Collective>,
         stream: Arc<dyn Stream>,
+        error_word: u64,
     ) -> Self {
         let timeout = collective.timeout();
         Self {
@@ -81,6 +85,7 @@ impl IpcProvider {
             collective,
             stream,
             timeout,
+            error_word,
             live: Mutex::new(BTreeMap::new()),
         }
     }
@@ -124,17 +129,13 @@ impl IpcProvider {
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        let device = self.device.device();
-        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
-        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
-        self.stream.synchronize(self.timeout)?;
-        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
-        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
-            // SAFETY: nothing has seen `table`.
-            let _ = unsafe { device.free(table) };
-            return Err(err);
-        }
-        Ok(table)
+        peer_table::upload(
+            self.device.device(),
+            &*self.stream,
+            self.timeout,
+            bases,
+            self.error_word,
+        )
     }
 }
 
@@ -287,7 +288,7 @@ impl SymmetricProvider for IpcProvider {
             Err(err) => {
                 self.release(Some(base), &imports);
                 // SAFETY: the table was never handed out.
-                let _ = unsafe { device.free(table) };
+                let _ = unsafe { peer_table::free(device, table) };
                 Err(err)
             }
         }
@@ -330,7 +331,7 @@ impl SymmetricProvider for IpcProvider {
         drop(live);
         self.release(Some(allocation.map.base()), &allocation.imports);
         // SAFETY: the rank's work has finished; the table belongs to this allocation.
-        unsafe { self.device.device().free(allocation.map.table()) }
+        unsafe { peer_table::free(self.device.device(), allocation.map.table()) }
     }
 }
 
@@ -349,7 +350,7 @@ impl Drop for IpcProvider {
         for allocation in live.into_values() {
             self.release(Some(allocation.map.base()), &allocation.imports);
             // SAFETY: the rank's work has finished.
-            let _ = unsafe { self.device.device().free(allocation.map.table()) };
+            let _ = unsafe { peer_table::free(self.device.device(), allocation.map.table()) };
         }
     }
 }

@@ -11,6 +11,7 @@ mod heap_allocator;
 mod heap_provider;
 mod ipc_provider;
 mod peer_mask;
+pub(crate) mod peer_table;
 mod provider;
 mod shmem;
 

@@ -79,6 +79,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 1024,
+            peer_checks: false,
         },
         KernelSpec {
             name: "block_reverse",
@@ -91,6 +92,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: REVERSE_SHARED,
             uses_block_barrier: true,
             max_block_threads: 1024,
+            peer_checks: false,
         },
         KernelSpec {
             name: "values",
@@ -104,6 +106,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 256,
+            peer_checks: false,
         },
         KernelSpec {
             name: "all_gather",
@@ -121,6 +124,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 1024,
+            peer_checks: false,
         },
         KernelSpec {
             name: "spin",
@@ -128,6 +132,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 1,
+            peer_checks: false,
         },
         KernelSpec {
             name: "remote_add",
@@ -143,6 +148,7 @@ pub fn specs() -> Vec<KernelSpec> {
             shared_bytes: 0,
             uses_block_barrier: false,
             max_block_threads: 1024,
+            peer_checks: false,
         },
     ]
 }

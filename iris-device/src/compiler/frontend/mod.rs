@@ -82,6 +82,7 @@ pub fn build_unit(
     Ok(Unit {
         name: unit_name.to_string(),
         functions,
+        peer_checks: false,
     })
 }
 

@@ -16,6 +16,9 @@ pub struct Unit {
     pub name: String,
     /// Kernels and device functions.
     pub functions: Vec<Function>,
+    /// Whether remote operations check their peer index against the world size (the
+    /// unit's kernels are then built with peer checks; see `crate::abi::peer_table`).
+    pub peer_checks: bool,
 }
 
 /// A kernel (an entry point launched from the host) or a device function.

@@ -291,6 +291,7 @@ pub fn unit(name: &str, functions: Vec<Function>) -> Unit {
     Unit {
         name: name.into(),
         functions,
+        peer_checks: false,
     }
 }
 

@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::engine::ShmemEngine;
 use super::library::LibrarySearch;
 use super::runtime::{runtime, ShmemBootstrap, ShmemRuntime};
-use crate::backend::{MemoryKind, Stream};
+use crate::backend::Stream;
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
-use crate::symmetric::{AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
+use crate::symmetric::{
+    peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
+};
 use crate::sync::lock;
 use crate::world::{Collective, Reader, Writer};
 
@@ -37,12 +39,15 @@ pub struct ShmemProvider {
     starting: Mutex<()>,
     /// By this rank's base address.
     live: Mutex<BTreeMap<u64, SymmetricAddressMap>>,
+    /// The context's peer-check error word, named in every table header.
+    error_word: u64,
 }
 
 impl ShmemProvider {
     /// The provider of rank `rank` of a world of `world_size` whose process holds
     /// `ranks_in_process` ranks, on `device`, collecting through `collective`, ordering
-    /// on `stream`. Nothing is loaded until the first allocation.
+    /// on `stream`; its tables name the context's peer-check word `error_word`. Nothing
+    /// is loaded until the first allocation.
     pub fn new(
         rank: usize,
         world_size: usize,
@@ -50,6 +55,7 @@ impl ShmemProvider {
         device: Arc<DeviceSlot>,
         collective: Arc<dyn Collective>,
         stream: Arc<dyn Stream>,
+        error_word: u64,
     ) -> Self {
         Self {
             rank,
@@ -61,6 +67,7 @@ impl ShmemProvider {
             runtime: OnceLock::new(),
             starting: Mutex::new(()),
             live: Mutex::new(BTreeMap::new()),
+            error_word,
         }
     }
 
@@ -115,6 +122,19 @@ impl ShmemProvider {
         Ok(self.runtime.get_or_init(|| rt))
     }
 
+    /// Leaves a started engine running when the context ends with its work unfinished (a
+    /// kernel may still use the engine's memory): this device stays open until the
+    /// process exits.
+    pub(crate) fn abandon(&self) {
+        if self.runtime.get().is_some() {
+            tracing::warn!(
+                rank = self.rank,
+                "the SHMEM engine is left running until the process exits"
+            );
+            std::mem::forget(Arc::clone(&self.device));
+        }
+    }
+
     /// Ends the engine when the context ends: once every rank is here (bounded by the
     /// world's timeout), each finalizes it while its device is still open. When a rank
     /// does not come, the engine is left running and this device stays open until the
@@ -132,20 +152,6 @@ impl ShmemProvider {
                 std::mem::forget(Arc::clone(&self.device));
             }
         }
-    }
-
-    fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        let device = self.device.device();
-        let bytes: Vec<u8> = bases.iter().flat_map(|b| b.to_ne_bytes()).collect();
-        let table = device.alloc(bytes.len(), MemoryKind::Device)?;
-        self.stream.synchronize(self.collective.timeout())?;
-        // SAFETY: `table` was just allocated with `bytes.len()` bytes.
-        if let Err(err) = unsafe { device.memcpy_htod(&*self.stream, table, &bytes) } {
-            // SAFETY: nothing has seen `table`.
-            let _ = unsafe { device.free(table) };
-            return Err(err);
-        }
-        Ok(table)
     }
 
     /// Checks over iris's rendezvous that every rank asks for the same allocation.
@@ -232,7 +238,13 @@ impl SymmetricProvider for ShmemProvider {
             .map(|pe| unsafe { (lib.ptr)(local as *const c_void, pe as i32) } as u64)
             .collect();
         let reachable = PeerMask::from_fn(self.world_size, |r| bases[r] != 0);
-        let table = match self.upload_table(&bases) {
+        let table = match peer_table::upload(
+            self.device.device(),
+            &*self.stream,
+            self.collective.timeout(),
+            &bases,
+            self.error_word,
+        ) {
             Ok(t) => t,
             Err(err) => {
                 free_local();
@@ -258,7 +270,7 @@ impl SymmetricProvider for ShmemProvider {
             }
             Err(err) => {
                 // SAFETY: the table was never handed out.
-                let _ = unsafe { self.device.device().free(table) };
+                let _ = unsafe { peer_table::free(self.device.device(), table) };
                 free_local();
                 Err(err)
             }
@@ -295,7 +307,7 @@ impl SymmetricProvider for ShmemProvider {
         let device = self.device.device();
         // SAFETY: the table is this provider's, and the rank's stream was synchronized
         // by the caller (no kernel uses it).
-        if let Err(err) = unsafe { device.free(own.table()) } {
+        if let Err(err) = unsafe { peer_table::free(device, own.table()) } {
             tracing::warn!(rank = self.rank, %err, "releasing a shmem peer table");
         }
         // The engine's free is collective: meet over iris's rendezvous first, so a rank

@@ -46,7 +46,7 @@ impl FnBuilder<'_> {
         let s = self.expr(sym)?;
         let v = self.expr(value)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let sc = elem
             .as_scalar()
             .ok_or_else(|| format!("atomic operation on `{elem}`"))?;
@@ -79,7 +79,7 @@ impl FnBuilder<'_> {
         let c = self.expr(current)?;
         let n = self.expr(new)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let sc = match elem.as_scalar() {
             Some(sc) if sc.is_int() => sc,
             _ => return Err(format!("`atomic_cas` on `{elem}`: integers only")),
@@ -115,7 +115,7 @@ impl FnBuilder<'_> {
         let elem = atomic_elem(&sym.ty)?;
         let s = self.expr(sym)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let mt = self.mem_ty(&elem)?;
         let g = self.arch().gptr();
         let ss = self.arch().syncscope(scope);
@@ -144,7 +144,7 @@ impl FnBuilder<'_> {
         let s = self.expr(sym)?;
         let v = self.expr(value)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let mt = self.mem_ty(&elem)?;
         let g = self.arch().gptr();
         let ss = self.arch().syncscope(scope);

@@ -100,21 +100,33 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// `peer`'s address of the symmetric pointer `sym` (a global pointer).
-    pub fn translate(&mut self, sym: &str, peer: &str) -> String {
+    /// `peer`'s address of the symmetric pointer `sym` (a global pointer). In a unit built
+    /// with peer checks, a peer outside the world is recorded and the address is the
+    /// table's sink instead (see [`super::peer_check`]).
+    pub fn translate(&mut self, sym: &str, peer: &str) -> Result<String, String> {
         let st = types::sym_ty(self.arch());
         let g = self.arch().gptr();
         let p = self.def(&format!("extractvalue {st} {sym}, 0"));
         let base = self.def(&format!("extractvalue {st} {sym}, 1"));
         let table = self.def(&format!("extractvalue {st} {sym}, 2"));
         let idx = self.def(&format!("zext i32 {peer} to i64"));
-        let entry = self.def(&format!("getelementptr i64, {g} {table}, i64 {idx}"));
+        let check = if self.m.peer_checks {
+            Some(self.check_peer(&table, &idx)?)
+        } else {
+            None
+        };
+        let index = check.as_ref().map_or(idx.as_str(), |c| c.index.as_str());
+        let entry = self.def(&format!("getelementptr i64, {g} {table}, i64 {index}"));
         let to_base = self.def(&format!(
             "load {g}, {g} {entry}, align 8, !invariant.load {INVARIANT}"
         ));
         let addr = self.def(&format!("ptrtoint {g} {p} to i64"));
         let off = self.def(&format!("sub i64 {addr}, {base}"));
-        self.def(&format!("getelementptr i8, {g} {to_base}, i64 {off}"))
+        let translated = self.def(&format!("getelementptr i8, {g} {to_base}, i64 {off}"));
+        Ok(match check {
+            Some(check) => self.guard_address(&check, &table, &translated),
+            None => translated,
+        })
     }
 
     /// Lowers a symmetric pointer and a peer, and translates.
@@ -122,7 +134,7 @@ impl FnBuilder<'_> {
         let elem = sym_elem(&sym.ty)?;
         let s = self.expr(sym)?;
         let p = self.expr(peer)?;
-        Ok((self.translate(&s, &p), elem))
+        Ok((self.translate(&s, &p)?, elem))
     }
 
     /// `load(sym, peer)`.
@@ -144,7 +156,7 @@ impl FnBuilder<'_> {
         let s = self.expr(sym)?;
         let v = self.expr(value)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let g = self.arch().gptr();
         self.store(&addr, g, &elem, &v)?;
         Ok(String::new())
@@ -159,7 +171,7 @@ impl FnBuilder<'_> {
         let s = self.expr(src)?;
         let d = self.expr(dst)?;
         let p = self.expr(peer)?;
-        let addr = self.translate(&s, &p);
+        let addr = self.translate(&s, &p)?;
         let g = self.arch().gptr();
         let v = self.load(&addr, g, &elem)?;
         self.store(&d, "ptr", &elem, &v)?;
@@ -176,7 +188,7 @@ impl FnBuilder<'_> {
         let d = self.expr(dst)?;
         let p = self.expr(peer)?;
         let v = self.load(&s, "ptr", &elem)?;
-        let addr = self.translate(&d, &p);
+        let addr = self.translate(&d, &p)?;
         let g = self.arch().gptr();
         self.store(&addr, g, &elem, &v)?;
         Ok(String::new())
@@ -193,9 +205,9 @@ impl FnBuilder<'_> {
         let fp = self.expr(from)?;
         let tp = self.expr(to)?;
         let g = self.arch().gptr();
-        let from_addr = self.translate(&s, &fp);
+        let from_addr = self.translate(&s, &fp)?;
         let v = self.load(&from_addr, g, &elem)?;
-        let to_addr = self.translate(&d, &tp);
+        let to_addr = self.translate(&d, &tp)?;
         self.store(&to_addr, g, &elem, &v)?;
         Ok(String::new())
     }

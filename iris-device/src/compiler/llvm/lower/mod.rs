@@ -8,7 +8,8 @@
 //! - [`entry`]: kernel entry points and the parameter ABI.
 //! - [`function`]: functions and statements; [`control`]: control flow; [`expr`],
 //!   [`cast`]: operators and casts.
-//! - [`memory`]: loads, stores, symmetric translation; [`atomics`]: atomics and fences.
+//! - [`memory`]: loads, stores, symmetric translation; [`peer_check`]: the translation's
+//!   peer check in units built with peer checks; [`atomics`]: atomics and fences.
 //! - [`intrinsics`]: device intrinsics; [`amdgpu`], [`nvptx`], [`cpu`], [`shared`]: the
 //!   per-target parts.
 //! - [`helpers`], [`fmod`], [`softfloat`]: functions the module defines for itself.
@@ -29,6 +30,7 @@ mod intrinsics;
 mod memory;
 mod module;
 mod nvptx;
+mod peer_check;
 mod shared;
 mod softfloat;
 mod types;
@@ -43,7 +45,7 @@ pub use shared::SHARED_ALIGN;
 /// Lowers a checked unit to LLVM IR text for `target`.
 pub fn lower_unit(unit: &Unit, target: Target) -> Result<String, String> {
     let arch = Arch { target };
-    let mut m = ModuleCtx::new(arch);
+    let mut m = ModuleCtx::new(arch, unit.peer_checks);
     let mut functions = Vec::with_capacity(unit.functions.len() * 2);
     for (id, func) in unit.functions.iter().enumerate() {
         if func.is_kernel && func.ret != Type::Unit {
@@ -110,6 +112,7 @@ mod tests {
                 uses_block_barrier: false,
                 span: Span::call_site(),
             }],
+            peer_checks: false,
         }
     }
 
@@ -179,6 +182,32 @@ mod tests {
         assert!(line(Target::Sm80, MemScope::Device).contains("atom.release.gpu.global.add.u32"));
         assert!(line(Target::Sm80, MemScope::Block).contains("atom.release.cta.global.add.u32"));
         assert!(!line(Target::Cpu, MemScope::Block).contains("syncscope"));
+    }
+
+    #[test]
+    fn peer_checks_guard_the_translation_only_when_asked() {
+        let plain = kernel(vec![atomic_add(MemScope::System)], Type::Unit);
+        let mut checked = plain.clone();
+        checked.peer_checks = true;
+        for target in [Target::Gfx942, Target::Sm90, Target::Cpu] {
+            let on = lower_unit(&checked, target).unwrap();
+            let off = lower_unit(&plain, target).unwrap();
+            let cas = if target == Target::Sm90 {
+                "atom.relaxed.sys.global.cas.b64"
+            } else {
+                "cmpxchg"
+            };
+            for part in [
+                "icmp ult i64",
+                "@llvm.expect.i1",
+                "i64 -32",
+                "select i1",
+                cas,
+            ] {
+                assert!(on.contains(part), "{target:?} lacks `{part}`:\n{on}");
+                assert!(!off.contains(part), "{target:?} has `{part}`:\n{off}");
+            }
+        }
     }
 
     #[test]

@@ -25,17 +25,22 @@ pub(super) struct ModuleCtx {
     helpers: BTreeSet<Helper>,
     /// Whether any `half`/`bfloat` value was lowered (the CPU then needs conversions).
     pub uses_half: bool,
+    /// Whether symmetric translations check the peer (the unit was built with peer
+    /// checks).
+    pub peer_checks: bool,
 }
 
 impl ModuleCtx {
-    /// An empty module for `arch`.
-    pub fn new(arch: Arch) -> Self {
+    /// An empty module for `arch`, whose symmetric translations check the peer when
+    /// `peer_checks` is set.
+    pub fn new(arch: Arch, peer_checks: bool) -> Self {
         ModuleCtx {
             arch,
             declarations: BTreeMap::new(),
             globals: Vec::new(),
             helpers: BTreeSet::new(),
             uses_half: false,
+            peer_checks,
         }
     }
 
