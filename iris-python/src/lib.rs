@@ -1,6 +1,6 @@
-//! `iris_rs`: iris from Python. A [`context::PyContext`] is this process's rank (from the
+//! `iris_rs`: iris from Python. A `Context` (`context::PyContext`) is this process's rank (from the
 //! launcher's environment, as `World::from_env` reads it); its symmetric buffers come from
-//! iris's heap or IPC provider, or are adopted from PyTorch symmetric tensors (their
+//! iris's heap, IPC or SHMEM provider, or are adopted from PyTorch symmetric tensors (their
 //! rendezvous handle's `buffer_ptrs`, through the external provider); the collectives of
 //! `iris::ccl` and this crate's translate-then-store kernel run on them. Every failure is
 //! an `iris_rs.IrisError`.

@@ -33,7 +33,7 @@ struct HotSlot {
 /// Loaded modules of one device, by kernel unit. Loading happens once per unit, on first
 /// use; concurrent first users wait for the one load, other units load in parallel.
 ///
-/// The first [`HOT_SLOTS`] units loaded are also published in a small table that a launch
+/// The first 32 units loaded are also published in a small table that a launch
 /// reads without locking or allocating; later units are found through a locked map.
 #[derive(Default)]
 pub struct ModuleCache {
