@@ -53,6 +53,20 @@ fn rank_main(provider: ProviderKind) -> iris::Result<String> {
         let input = iris.from_slice(&input_of(me, n))?;
         let poison = vec![f32::NAN; n * world];
         let counter_init = [0u32];
+        if provider != ProviderKind::External {
+            // Ranks asking for different sizes: an error on every rank before any
+            // collective call into the provider's engine, and the next allocation works.
+            let len = if me == 1 { 64 } else { 32 };
+            match iris.symmetric_with::<u32>(provider, len) {
+                Err(iris::Error::SymmetryMismatch { details, .. })
+                    if details.contains("rank 1 asked for 256 bytes of u32") => {}
+                other => {
+                    return Err(iris::Error::InvalidConfig(format!(
+                        "rank {me}: a size mismatch gave {other:?}"
+                    )))
+                }
+            }
+        }
         // The memory of the chosen provider. External adopts what the IPC provider
         // exchanged, as a PyTorch symmetric tensor's peer pointers would be adopted.
         let backing_out;

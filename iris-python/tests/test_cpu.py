@@ -81,7 +81,8 @@ def test_argument_errors(ctx):
     cases = [
         (lambda: ctx.zeros(4, "complex64"), "not supported"),
         (lambda: ctx.zeros(4, provider="external"), "adopt"),
-        (lambda: ctx.zeros(4, provider="nvshmem"), "heap"),
+        (lambda: ctx.zeros(4, provider="nvshmem"), "shmem"),
+        (lambda: ctx.zeros(4, provider="shmem"), "no SHMEM engine runs on the cpu backend"),
         (lambda: ctx.from_bytes(b"abc", "float32"), "whole number"),
         (lambda: a.write(b"1234"), "got 4 bytes"),
         (lambda: ctx.all_reduce(a, a), "same buffer"),
