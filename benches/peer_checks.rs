@@ -89,9 +89,16 @@ fn main() -> iris::Result<()> {
         let rows = World::threads(ranks).heap_bytes(heap).run(|iris| {
             let plain = time_variant(iris, n, false, iters)?;
             let checked = time_variant(iris, n, true, iters)?;
-            let worst = |t: f32| iris.all_gather(t).map(|v| v.into_iter().fold(0.0f32, f32::max));
+            let worst = |t: f32| {
+                iris.all_gather(t)
+                    .map(|v| v.into_iter().fold(0.0f32, f32::max))
+            };
             let ok = iris.all_gather(u8::from(plain.1 && checked.1))?;
-            Ok((worst(plain.0)?, worst(checked.0)?, ok.iter().all(|&o| o == 1)))
+            Ok((
+                worst(plain.0)?,
+                worst(checked.0)?,
+                ok.iter().all(|&o| o == 1),
+            ))
         })?;
         let (plain, checked, ok) = rows[0];
         println!(

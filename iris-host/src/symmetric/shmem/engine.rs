@@ -30,6 +30,9 @@ pub(crate) struct EntryPoints {
     pub malloc: &'static [&'static str],
     pub free: &'static [&'static str],
     pub ptr: &'static [&'static str],
+    /// Whether the engine is already initialised in this process (by another library,
+    /// e.g. PyTorch): returns >= 2 when it is. Optional: empty where the engine has none.
+    pub init_status: &'static [&'static str],
 }
 
 /// Byte layouts of the engine's unique id and init attributes (opaque C structs whose
@@ -118,6 +121,8 @@ impl ShmemEngine {
                 malloc: &["nvshmem_malloc"],
                 free: &["nvshmem_free"],
                 ptr: &["nvshmem_ptr"],
+                // NVSHMEM_STATUS_IS_INITIALIZED = 2, LIMITED_MPG = 3, FULL_MPG = 4.
+                init_status: &["nvshmemx_init_status"],
             },
             // rocshmem.hpp (rocSHMEM >= 3.1): `namespace rocshmem { ... }`, no extern "C".
             ShmemEngine::Rocshmem => EntryPoints {
@@ -143,6 +148,7 @@ impl ShmemEngine {
                     "_ZN8rocshmem12rocshmem_ptrEPKvi",
                     "_ZN8rocshmem12rocshmem_ptrEPvi",
                 ],
+                init_status: &[],
             },
         }
     }

@@ -58,8 +58,17 @@ pub(crate) struct ShmemLibrary {
     pub malloc: unsafe extern "C" fn(usize) -> *mut c_void,
     pub free: unsafe extern "C" fn(*mut c_void),
     pub ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
+    pub init_status: Option<unsafe extern "C" fn() -> c_int>,
     /// Keeps the entry points above valid.
     _library: libloading::Library,
+}
+
+impl ShmemLibrary {
+    /// Whether the engine is already initialised in this process (by another library).
+    pub fn already_started(&self) -> bool {
+        // SAFETY: the status query takes no arguments and may be called at any time.
+        self.init_status.is_some_and(|f| unsafe { f() } >= 2)
+    }
 }
 
 impl std::fmt::Debug for ShmemLibrary {
@@ -182,6 +191,11 @@ fn open(engine: ShmemEngine, file: impl AsRef<std::ffi::OsStr>) -> Result<ShmemL
         malloc: sym!(names.malloc),
         free: sym!(names.free),
         ptr: sym!(names.ptr),
+        // SAFETY: as above; `fn() -> int` per the engine's header.
+        init_status: names
+            .init_status
+            .iter()
+            .find_map(|name| unsafe { library.get(name.as_bytes()) }.ok().map(|s| *s)),
         _library: library,
     })
 }

@@ -53,13 +53,16 @@ pub(crate) struct ShmemRuntime {
     pub n_pes: usize,
     /// Finalized (when the world that started it ended): it cannot start again.
     finalized: AtomicBool,
+    /// Started by another library of this process (PyTorch's NVSHMEM, say): used as it
+    /// is, and left for that library to finalize.
+    adopted: bool,
 }
 
 impl ShmemRuntime {
     /// Finalizes the engine (collective in the engine: every PE calls it). The caller
     /// has checked that every rank is here and made its device current.
     pub(crate) fn finalize(&self) {
-        if !self.finalized.swap(true, Ordering::AcqRel) {
+        if !self.adopted && !self.finalized.swap(true, Ordering::AcqRel) {
             // SAFETY: started, and every allocation was freed (buffers borrow the
             // context that finalizes).
             unsafe { (self.library.finalize)() };
@@ -72,19 +75,36 @@ static RUNTIMES: Mutex<Vec<Arc<ShmemRuntime>>> = Mutex::new(Vec::new());
 
 /// What a rank tells the others when the engine starts: whether it loaded the library,
 /// and (rank 0) the unique id.
-fn encode_start(status: &Result<(), String>, uid: &[u8]) -> Vec<u8> {
-    let mut w = Writer::new();
-    encode_status(&mut w, status);
-    w.bytes(uid);
-    w.finish()
+/// What a rank tells the others when the engine starts.
+struct Start {
+    /// Whether it loaded the library (and rank 0 made the id).
+    status: Result<(), String>,
+    /// Whether another library of its process already started the engine.
+    started: bool,
+    /// Rank 0's unique id.
+    uid: Vec<u8>,
 }
 
-fn decode_start(bytes: &[u8]) -> Result<(Result<(), String>, Vec<u8>)> {
-    let mut r = Reader::new("shmem start", bytes);
-    let status = decode_status(&mut r)?;
-    let uid = r.bytes()?.to_vec();
-    r.end()?;
-    Ok((status, uid))
+impl Start {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        encode_status(&mut w, &self.status);
+        w.u8(u8::from(self.started)).bytes(&self.uid);
+        w.finish()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Start> {
+        let mut r = Reader::new("shmem start", bytes);
+        let status = decode_status(&mut r)?;
+        let started = r.u8()? != 0;
+        let uid = r.bytes()?.to_vec();
+        r.end()?;
+        Ok(Start {
+            status,
+            started,
+            uid,
+        })
+    }
 }
 
 /// The engine of this process, initialised as PE `rank` of `size` on first use
@@ -123,8 +143,10 @@ pub(crate) fn runtime(
     if let Some((off, v)) = abi.uniqueid_version {
         uid[off..off + 4].copy_from_slice(&v.to_ne_bytes());
     }
+    let started = loaded.as_ref().is_ok_and(|lib| lib.already_started());
     let status = match (&loaded, rank, bootstrap) {
         (Err(e), _, _) => Err(e.to_string()),
+        (Ok(_), _, _) if started => Ok(()),
         (Ok(lib), 0, ShmemBootstrap::UniqueId) => {
             // SAFETY: `uid` is the engine's unique-id block, sized and versioned per its
             // header.
@@ -141,11 +163,17 @@ pub(crate) fn runtime(
         (Ok(_), _, _) => Ok(()),
     };
     let what = format!("{} start", engine.name());
-    let gathered = collective.exchange(rank, &what, encode_start(&status, &uid), Vec::new())?;
-    let starts: Vec<_> = gathered
+    let mine = Start {
+        status,
+        started,
+        uid,
+    };
+    let gathered = collective.exchange(rank, &what, mine.encode(), Vec::new())?;
+    let starts: Vec<Start> = gathered
         .iter()
-        .map(|c| decode_start(&c.bytes))
+        .map(|c| Start::decode(&c.bytes))
         .collect::<Result<_>>()?;
+    let status = mine.status;
     let library = loaded?;
     if let Err(reason) = status {
         return Err(Error::ShmemUnavailable {
@@ -156,7 +184,7 @@ pub(crate) fn runtime(
     if let Some((peer, reason)) = starts
         .iter()
         .enumerate()
-        .find_map(|(r, (s, _))| s.as_ref().err().map(|e| (r, e.clone())))
+        .find_map(|(r, s)| s.status.as_ref().err().map(|e| (r, e.clone())))
     {
         return Err(Error::PeerFailed {
             rank,
@@ -165,6 +193,18 @@ pub(crate) fn runtime(
             reason: format!("could not start {}: {reason}", engine.name()),
         });
     }
+    if starts.iter().any(|s| s.started) {
+        let (yes, no): (Vec<usize>, Vec<usize>) = (0..size).partition(|&r| starts[r].started);
+        if !no.is_empty() {
+            return Err(Error::ShmemUnavailable {
+                engine: engine.name(),
+                reason: format!(
+                    "another library already started it in the processes of ranks {yes:?} but not of ranks {no:?}: start it everywhere or nowhere"
+                ),
+            });
+        }
+        return adopt(&mut runtimes, library, rank, size);
+    }
     let mut attr = vec![0u8; abi.init_attr_bytes];
     for &(off, v) in abi.init_attr_fields {
         attr[off..off + 4].copy_from_slice(&v.to_ne_bytes());
@@ -172,7 +212,7 @@ pub(crate) fn runtime(
     let names = engine.entry_points();
     let flags = match bootstrap {
         ShmemBootstrap::UniqueId => {
-            let uid = &starts[0].1;
+            let uid = &starts[0].uid;
             if uid.len() != abi.uniqueid_bytes {
                 return Err(Error::Protocol {
                     what,
@@ -234,6 +274,37 @@ pub(crate) fn runtime(
         pe: rank,
         n_pes: size,
         finalized: AtomicBool::new(false),
+        adopted: false,
+    });
+    runtimes.push(Arc::clone(&rt));
+    Ok(rt)
+}
+
+/// Uses the engine another library of this process already started, when its PE numbers
+/// are the iris ranks.
+fn adopt(
+    runtimes: &mut Vec<Arc<ShmemRuntime>>,
+    library: ShmemLibrary,
+    rank: usize,
+    size: usize,
+) -> Result<Arc<ShmemRuntime>> {
+    // SAFETY: the engine is initialised (its status says so).
+    let (pe, n_pes) = unsafe { ((library.my_pe)(), (library.n_pes)()) };
+    if (pe as i64, n_pes as i64) != (rank as i64, size as i64) {
+        return Err(Error::ShmemUnavailable {
+            engine: library.engine.name(),
+            reason: format!(
+                "another library started it with this process as PE {pe} of {n_pes}, but it is rank {rank} of {size}"
+            ),
+        });
+    }
+    tracing::debug!(path = %library.path, "using the SHMEM engine another library started");
+    let rt = Arc::new(ShmemRuntime {
+        library,
+        pe: rank,
+        n_pes: size,
+        finalized: AtomicBool::new(false),
+        adopted: true,
     });
     runtimes.push(Arc::clone(&rt));
     Ok(rt)
@@ -344,6 +415,68 @@ void *_ZN8rocshmem12rocshmem_ptrEPKvi(const void *p, int pe) { return pe == me ?
         assert!(
             after.contains("cannot start again in the same process"),
             "{after}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A stand-in for an NVSHMEM another library of the process already started (as PE 0
+    /// of 1); it counts the calls that must not happen.
+    const FAKE_STARTED_NVSHMEM: &str = r#"
+#include <stddef.h>
+int forbidden = 0;
+int nvshmemx_init_status(void) { return 2; }
+int nvshmemx_get_uniqueid(void *u) { forbidden++; return 0; }
+int nvshmemx_set_attr_uniqueid_args(int r, int n, const void *u, void *a) { forbidden++; return 0; }
+int nvshmemx_hostlib_init_attr(unsigned f, void *a) { forbidden++; return 0; }
+void nvshmemx_hostlib_finalize(void) { forbidden++; }
+int nvshmem_my_pe(void) { return 0; }
+int nvshmem_n_pes(void) { return 1; }
+void *nvshmem_malloc(size_t b) { return NULL; }
+void nvshmem_free(void *p) {}
+void *nvshmem_ptr(const void *p, int pe) { return NULL; }
+int fake_forbidden_calls(void) { return forbidden; }
+"#;
+
+    #[test]
+    fn an_engine_another_library_started_is_used_as_it_is_and_not_finalized() {
+        let dir = std::env::temp_dir().join(format!("iris-fake-nvshmem-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("fake.c"), FAKE_STARTED_NVSHMEM).unwrap();
+        let lib = dir.join("lib/libnvshmem_host.so.3");
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(dir.join("fake.c"))
+            .status()
+            .expect("a C compiler (cc) builds the stand-in library");
+        assert!(status.success());
+        let search = LibrarySearch {
+            home: Some(dir.clone()),
+            ..LibrarySearch::default()
+        };
+        let world = Rendezvous::new(1, Duration::from_secs(10));
+        let rt = runtime(
+            ShmemEngine::Nvshmem,
+            0,
+            1,
+            ShmemBootstrap::UniqueId,
+            &search,
+            &world,
+        )
+        .unwrap();
+        assert_eq!((rt.pe, rt.n_pes), (0, 1));
+        rt.finalize();
+        // SAFETY: the stand-in's counter takes no arguments; the library stays loaded
+        // (the runtime holds it).
+        let forbidden = unsafe {
+            let l = libloading::Library::new(&lib).unwrap();
+            let f: libloading::Symbol<unsafe extern "C" fn() -> i32> =
+                l.get(b"fake_forbidden_calls").unwrap();
+            f()
+        };
+        assert_eq!(
+            forbidden, 0,
+            "no id, no init and no finalize for an adopted engine"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
