@@ -101,6 +101,12 @@ impl SymmetricAddressMap {
         self.bytes
     }
 
+    /// Whether device address `addr` lies in this rank's copy (an empty copy holds its
+    /// base address).
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.base && addr < self.base + self.bytes.max(1) as u64
+    }
+
     /// Device address of rank `rank`'s copy, as the table holds it.
     pub fn peer_base(&self, rank: usize) -> Option<u64> {
         self.peer_bases.get(rank).copied()

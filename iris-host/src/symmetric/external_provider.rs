@@ -119,7 +119,7 @@ impl SymmetricProvider for ExternalProvider {
     fn map_of(&self, addr: u64) -> Result<SymmetricAddressMap> {
         lock(&self.live)
             .values()
-            .find(|m| addr >= m.base() && addr < m.base() + m.bytes().max(1) as u64)
+            .find(|m| m.contains(addr))
             .cloned()
             .ok_or(Error::NotSymmetric {
                 provider: "external",

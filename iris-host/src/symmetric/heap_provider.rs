@@ -363,7 +363,7 @@ impl SymmetricProvider for HeapProvider {
             .ok_or_else(not_ours)? as usize;
         let live = lock(&self.live);
         let (_, map) = live.range(..=offset).next_back().ok_or_else(not_ours)?;
-        if addr < map.base() + map.bytes().max(1) as u64 {
+        if map.contains(addr) {
             Ok(map.clone())
         } else {
             Err(not_ours())

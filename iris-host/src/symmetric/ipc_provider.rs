@@ -299,7 +299,7 @@ impl SymmetricProvider for IpcProvider {
         live.range(..=addr)
             .next_back()
             .map(|(_, a)| &a.map)
-            .filter(|m| addr < m.base() + m.bytes().max(1) as u64)
+            .filter(|m| m.contains(addr))
             .cloned()
             .ok_or(Error::NotSymmetric {
                 provider: "ipc",

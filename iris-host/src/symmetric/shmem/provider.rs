@@ -282,7 +282,7 @@ impl SymmetricProvider for ShmemProvider {
         live.range(..=addr)
             .next_back()
             .map(|(_, m)| m)
-            .filter(|m| addr < m.base() + m.bytes().max(1) as u64)
+            .filter(|m| m.contains(addr))
             .cloned()
             .ok_or(Error::NotSymmetric {
                 provider: "shmem",

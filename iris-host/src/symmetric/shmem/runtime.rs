@@ -269,15 +269,26 @@ pub(crate) fn runtime(
         });
     }
     tracing::debug!(path = %library.path, "shmem engine started");
+    Ok(register(&mut runtimes, library, rank, size, false))
+}
+
+/// Records the engine of this process, running as PE `rank` of `size`.
+fn register(
+    runtimes: &mut Vec<Arc<ShmemRuntime>>,
+    library: ShmemLibrary,
+    rank: usize,
+    size: usize,
+    adopted: bool,
+) -> Arc<ShmemRuntime> {
     let rt = Arc::new(ShmemRuntime {
         library,
         pe: rank,
         n_pes: size,
         finalized: AtomicBool::new(false),
-        adopted: false,
+        adopted,
     });
     runtimes.push(Arc::clone(&rt));
-    Ok(rt)
+    rt
 }
 
 /// Uses the engine another library of this process already started, when its PE numbers
@@ -299,22 +310,40 @@ fn adopt(
         });
     }
     tracing::debug!(path = %library.path, "using the SHMEM engine another library started");
-    let rt = Arc::new(ShmemRuntime {
-        library,
-        pe: rank,
-        n_pes: size,
-        finalized: AtomicBool::new(false),
-        adopted: true,
-    });
-    runtimes.push(Arc::clone(&rt));
-    Ok(rt)
+    Ok(register(runtimes, library, rank, size, true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::world::Rendezvous;
+    use std::path::PathBuf;
     use std::time::Duration;
+
+    /// Builds C `source` into `<a new folder>/lib/<file>` and returns the folder (a home
+    /// the search looks in).
+    fn stand_in(name: &str, file: &str, source: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("iris-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("fake.c"), source).unwrap();
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join("lib").join(file))
+            .arg(dir.join("fake.c"))
+            .status()
+            .expect("a C compiler (cc) builds the stand-in library");
+        assert!(status.success());
+        dir
+    }
+
+    /// The search of the home `dir` alone, and a world of one rank.
+    fn alone(dir: &std::path::Path) -> (LibrarySearch, Rendezvous) {
+        let search = LibrarySearch {
+            home: Some(dir.to_path_buf()),
+            ..LibrarySearch::default()
+        };
+        (search, Rendezvous::new(1, Duration::from_secs(10)))
+    }
 
     /// A stand-in for a shared rocSHMEM build: its C++ entry points under their mangled
     /// names, checking the init attributes' layout (rank @0, nranks @4, uid @8) against
@@ -342,21 +371,8 @@ void *_ZN8rocshmem12rocshmem_ptrEPKvi(const void *p, int pe) { return pe == me ?
 
     #[test]
     fn a_rocshmem_build_with_cxx_names_starts_through_the_unique_id_path() {
-        let dir = std::env::temp_dir().join(format!("iris-fake-rocshmem-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("lib")).unwrap();
-        std::fs::write(dir.join("fake.c"), FAKE_ROCSHMEM).unwrap();
-        let status = std::process::Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(dir.join("lib/librocshmem.so"))
-            .arg(dir.join("fake.c"))
-            .status()
-            .expect("a C compiler (cc) builds the stand-in library");
-        assert!(status.success());
-        let search = LibrarySearch {
-            home: Some(dir.clone()),
-            ..LibrarySearch::default()
-        };
-        let world = Rendezvous::new(1, Duration::from_secs(10));
+        let dir = stand_in("fake-rocshmem", "librocshmem.so", FAKE_ROCSHMEM);
+        let (search, world) = alone(&dir);
         let rt = runtime(
             ShmemEngine::Rocshmem,
             0,
@@ -439,22 +455,9 @@ int fake_forbidden_calls(void) { return forbidden; }
 
     #[test]
     fn an_engine_another_library_started_is_used_as_it_is_and_not_finalized() {
-        let dir = std::env::temp_dir().join(format!("iris-fake-nvshmem-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("lib")).unwrap();
-        std::fs::write(dir.join("fake.c"), FAKE_STARTED_NVSHMEM).unwrap();
+        let dir = stand_in("fake-nvshmem", "libnvshmem_host.so.3", FAKE_STARTED_NVSHMEM);
         let lib = dir.join("lib/libnvshmem_host.so.3");
-        let status = std::process::Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&lib)
-            .arg(dir.join("fake.c"))
-            .status()
-            .expect("a C compiler (cc) builds the stand-in library");
-        assert!(status.success());
-        let search = LibrarySearch {
-            home: Some(dir.clone()),
-            ..LibrarySearch::default()
-        };
-        let world = Rendezvous::new(1, Duration::from_secs(10));
+        let (search, world) = alone(&dir);
         let rt = runtime(
             ShmemEngine::Nvshmem,
             0,
