@@ -73,6 +73,7 @@ impl CudaModule {
                     describe(r)
                 )));
             }
+            load_now(function).map_err(load_error)?;
             module.functions.push(function);
         }
         Ok(module)
@@ -93,6 +94,26 @@ impl CudaModule {
     /// The context the module was loaded into.
     pub(super) fn context(&self) -> &PrimaryContext {
         &self.ctx
+    }
+}
+
+/// Loads `function` onto the device now. With the driver's lazy loading (the default since
+/// CUDA 12.2) a kernel is otherwise loaded at its first launch, and that load may wait for
+/// the context's running kernels: a rank's first launch of a kernel would then wait behind
+/// another rank's kernel spinning at a barrier for it, a deadlock. Loading every kernel when
+/// its module loads (a moment every rank reaches without waiting kernels, see
+/// `Ccl::preload`) takes the load off the launch path. Drivers before CUDA 12.4 have no
+/// `cuFuncLoad`; there nothing is done here.
+fn load_now(function: CUfunction) -> std::result::Result<(), String> {
+    if !super::driver::has_symbols(&["cuFuncLoad"]) {
+        return Ok(());
+    }
+    // SAFETY: a function handle of a live module.
+    let r = unsafe { sys::cuFuncLoad(function) };
+    if r == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("cuFuncLoad failed: {}", describe(r)))
     }
 }
 
