@@ -7,6 +7,9 @@ iris_rs's shmem provider then finds the engine already running and uses it as it
 second start, no finalize), allocates from NVSHMEM's symmetric heap and all-gathers with
 iris's kernels; the result is checked against torch.distributed's all-gather (gloo, on
 host copies). Prints one line per rank and "ALL OK" on rank 0.
+
+Needs one GPU per process: with several processes on one GPU NVSHMEM refuses the team calls
+PyTorch's backend makes ("not supported with limited MPG") and stops the processes.
 """
 
 import os
