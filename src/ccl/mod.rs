@@ -162,10 +162,8 @@ impl<'ctx> Ccl<'ctx> {
     /// The communicator of `iris`'s rank (collective: every rank calls it).
     ///
     /// Blocks per launch are capped so that the kernels of every rank sharing a device fit
-    /// on it at once (their barriers wait for each other): the device's multiprocessors
-    /// divided by the ranks on it (one block per multiprocessor fits whatever the kernel's
-    /// registers; two did not always, and a block that cannot be resident while the others
-    /// spin for it is a deadlock until the spin limit), at most 128, the same on every rank.
+    /// on it at once (their barriers wait for each other): twice the device's
+    /// multiprocessors divided by the ranks on it, at most 128, and the same on every rank.
     /// On the CPU backend a launch is one block (the ranks are threads already).
     pub fn new(iris: &'ctx Iris) -> Result<Self> {
         let world = iris.world_size();
@@ -180,7 +178,7 @@ impl<'ctx> Ccl<'ctx> {
             // thread spinning in the barriers.
             1
         } else {
-            (u64::from(info.multiprocessors.max(1)) / sharing).max(1)
+            (u64::from(info.multiprocessors.max(1)) * 2 / sharing).max(1)
         };
         let threads = if cpu {
             CPU_BLOCK_THREADS
