@@ -117,16 +117,19 @@ fn run_rank(
     // Poisoned: an element nobody wrote stays NaN and fails the check.
     let out = iris.symmetric_from_slice_with(provider, &vec![f32::NAN; n * world])?;
     let config = LaunchConfig::for_elements(n as u64, 256);
+    let launch = || {
+        all_gather::launch(
+            iris,
+            config,
+            &input,
+            &out,
+            n as u64,
+            me as u32,
+            world as u32,
+        )
+    };
 
-    all_gather::launch(
-        iris,
-        config,
-        &input,
-        &out,
-        n as u64,
-        me as u32,
-        world as u32,
-    )?;
+    launch()?;
     iris.barrier()?;
     let everyone = iris.all_gather(input_host)?;
     let got = out.to_vec()?;
@@ -139,15 +142,7 @@ fn run_rank(
     for _ in 0..iters {
         iris.barrier()?;
         let start = iris.record_event()?;
-        all_gather::launch(
-            iris,
-            config,
-            &input,
-            &out,
-            n as u64,
-            me as u32,
-            world as u32,
-        )?;
+        launch()?;
         let end = iris.record_event()?;
         end.synchronize()?;
         times.push(start.elapsed_ms(&end)?);
@@ -192,18 +187,19 @@ fn main() -> ExitCode {
         Some(env) => vec![env.world_size],
         None => opts.ranks.clone(),
     };
+    // The backend decides the default size; one probe serves every world.
+    let probe = World::threads(1)
+        .heap_bytes(1 << 20)
+        .run(|iris| Ok(iris.backend_kind()));
+    let backend = match probe {
+        Ok(k) => k[0],
+        Err(e) => {
+            eprintln!("all_gather: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let n = elems_for(&opts, backend);
     for ranks in worlds {
-        let probe = World::threads(1)
-            .heap_bytes(1 << 20)
-            .run(|iris| Ok(iris.backend_kind()));
-        let backend = match probe {
-            Ok(k) => k[0],
-            Err(e) => {
-                eprintln!("all_gather: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let n = elems_for(&opts, backend);
         let heap = (n * ranks * 4).next_multiple_of(1 << 20) + (1 << 20);
         let world = match &launched {
             Some(env) => World::process(env.clone()),

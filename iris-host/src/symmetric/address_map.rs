@@ -137,6 +137,22 @@ impl SymmetricAddressMap {
     }
 }
 
+/// The map among `live` (keyed by each allocation's base address) whose copy holds `addr`,
+/// or [`Error::NotSymmetric`] naming `provider`.
+pub(crate) fn live_map_at<V>(
+    live: &std::collections::BTreeMap<u64, V>,
+    addr: u64,
+    provider: &'static str,
+    map: impl Fn(&V) -> &SymmetricAddressMap,
+) -> Result<SymmetricAddressMap> {
+    live.range(..=addr)
+        .next_back()
+        .map(|(_, v)| map(v))
+        .filter(|m| m.contains(addr))
+        .cloned()
+        .ok_or(Error::NotSymmetric { provider, addr })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
+use super::{
+    live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
+};
 use crate::backend::{MemoryKind, Stream};
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
@@ -295,16 +297,7 @@ impl SymmetricProvider for IpcProvider {
     }
 
     fn map_of(&self, addr: u64) -> Result<SymmetricAddressMap> {
-        let live = lock(&self.live);
-        live.range(..=addr)
-            .next_back()
-            .map(|(_, a)| &a.map)
-            .filter(|m| m.contains(addr))
-            .cloned()
-            .ok_or(Error::NotSymmetric {
-                provider: "ipc",
-                addr,
-            })
+        live_map_at(&lock(&self.live), addr, "ipc", |a| &a.map)
     }
 
     fn free(&self, map: &SymmetricAddressMap) -> Result<()> {

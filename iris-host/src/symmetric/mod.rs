@@ -15,6 +15,7 @@ pub(crate) mod peer_table;
 mod provider;
 mod shmem;
 
+pub(crate) use address_map::live_map_at;
 pub use address_map::SymmetricAddressMap;
 pub use buffer::SymmetricBuffer;
 pub use external_provider::ExternalProvider;

@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::ffi::{c_void, CString};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{self, CUfunction, CUjit_option, CUmodule, CUresult};
 use iris_device::abi::KernelUnit;
@@ -105,7 +105,8 @@ impl CudaModule {
 /// `Ccl::preload`) takes the load off the launch path. Drivers before CUDA 12.4 have no
 /// `cuFuncLoad`; there nothing is done here.
 fn load_now(function: CUfunction) -> std::result::Result<(), String> {
-    if !super::driver::has_symbols(&["cuFuncLoad"]) {
+    static HAS_FUNC_LOAD: OnceLock<bool> = OnceLock::new();
+    if !*HAS_FUNC_LOAD.get_or_init(|| super::driver::has_symbols(&["cuFuncLoad"])) {
         return Ok(());
     }
     // SAFETY: a function handle of a live module.

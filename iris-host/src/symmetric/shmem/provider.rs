@@ -14,7 +14,7 @@ use crate::backend::Stream;
 use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::symmetric::{
-    peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
+    live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
 use crate::sync::lock;
 use crate::world::{Collective, Reader, Writer};
@@ -278,16 +278,7 @@ impl SymmetricProvider for ShmemProvider {
     }
 
     fn map_of(&self, addr: u64) -> Result<SymmetricAddressMap> {
-        let live = lock(&self.live);
-        live.range(..=addr)
-            .next_back()
-            .map(|(_, m)| m)
-            .filter(|m| m.contains(addr))
-            .cloned()
-            .ok_or(Error::NotSymmetric {
-                provider: "shmem",
-                addr,
-            })
+        live_map_at(&lock(&self.live), addr, "shmem", |m| m)
     }
 
     fn free(&self, map: &SymmetricAddressMap) -> Result<()> {
