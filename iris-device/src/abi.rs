@@ -139,6 +139,11 @@ pub struct CpuLaunchContext {
     pub barrier: unsafe extern "C" fn(state: *mut c_void),
     /// Passed to `barrier`.
     pub barrier_state: *mut c_void,
+    /// `global_timer_ns()` and `clock64()`: nanoseconds of a clock that never goes back
+    /// and that every rank of the machine shares (the runtime's is `CLOCK_MONOTONIC`).
+    pub now_ns: unsafe extern "C" fn() -> u64,
+    /// `nanosleep(ns)`: suspends the calling thread for about `ns` nanoseconds.
+    pub sleep_ns: unsafe extern "C" fn(ns: u64),
 }
 
 /// The signature of a kernel in a CPU code object: one call runs one GPU thread.

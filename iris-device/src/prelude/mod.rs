@@ -9,6 +9,7 @@ mod ids;
 mod memory;
 mod scope;
 mod symmetric;
+mod time;
 mod values;
 mod vector;
 
@@ -17,6 +18,7 @@ pub use ids::*;
 pub use memory::*;
 pub use scope::{fence, Scope};
 pub use symmetric::Symmetric;
+pub use time::{clock64, global_timer_ns, nanosleep};
 pub use values::{AtomicBits, AtomicValue, DeviceValue};
 pub use vector::*;
 

@@ -13,4 +13,5 @@ mod semantics;
 mod smoke;
 mod source;
 mod symmetric;
+mod time;
 mod vectors;

@@ -340,6 +340,32 @@ impl FnBuilder<'_> {
                 ))
             }
             "shared_array" => self.shared_array(generics, c, span),
+            "global_timer_ns" | "clock64" => {
+                self.arity(c, name, 0)?;
+                let op = if name == "clock64" {
+                    Intrinsic::Clock64
+                } else {
+                    Intrinsic::GlobalTimerNs
+                };
+                Ok(self.expr(
+                    ExprKind::Intrinsic { op, args: vec![] },
+                    Type::Scalar(Scalar::U64),
+                    span,
+                ))
+            }
+            "nanosleep" => {
+                self.arity(c, name, 1)?;
+                let args = self.args(c)?;
+                self.expect(&args[0], &u32t)?;
+                Ok(self.expr(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Nanosleep,
+                        args,
+                    },
+                    Type::Unit,
+                    span,
+                ))
+            }
             "load" => {
                 self.arity(c, name, 2)?;
                 let args = self.args(c)?;
@@ -655,7 +681,7 @@ fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
     CompileError::new(
         span,
         format!(
-            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*"
+            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, global_timer_ns, clock64, nanosleep, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*"
         ),
     )
 }

@@ -439,4 +439,10 @@ pub enum Intrinsic {
     VecGet(u32),
     /// `[x]` or `[x, y]` -> same type.
     Math(MathFn),
+    /// `global_timer_ns()` -> u64: nanoseconds of the device's shared clock.
+    GlobalTimerNs,
+    /// `clock64()` -> u64: the multiprocessor's cycle counter.
+    Clock64,
+    /// `[ns: u32]`: sleeps about `ns` nanoseconds.
+    Nanosleep,
 }

@@ -64,6 +64,8 @@ impl CpuModule {
                             shared: shared_ptr.get() as *mut u8,
                             barrier: wait,
                             barrier_state: barrier_ptr.get(),
+                            now_ns,
+                            sleep_ns,
                         };
                         // SAFETY: the arguments match the kernel's slots (the caller's
                         // promise); the context lives for the call.
@@ -98,6 +100,19 @@ unsafe impl Sync for SendPtr {}
 unsafe extern "C" fn wait(state: *mut c_void) {
     // SAFETY: `state` is the block's `Barrier`, alive for the launch.
     unsafe { (*(state as *const Barrier)).wait() };
+}
+
+/// Nanoseconds since the first call in this process (the tests compare differences).
+unsafe extern "C" fn now_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+unsafe extern "C" fn sleep_ns(ns: u64) {
+    std::thread::sleep(std::time::Duration::from_nanos(ns));
 }
 
 /// A pointer to an argument slot value.

@@ -10,6 +10,7 @@ use std::sync::{Barrier, Condvar, Mutex};
 use iris_device::abi::{CpuKernelEntry, CpuLaunchContext};
 
 use super::barrier::{block_barrier, no_barrier, BlockBarrier};
+use super::clock::{now_ns, sleep_ns};
 use crate::sync::lock;
 
 /// Stack size of the threads that run a block's GPU threads concurrently.
@@ -62,6 +63,8 @@ impl Grid<'_> {
             shared,
             barrier: no_barrier,
             barrier_state: std::ptr::null_mut(),
+            now_ns,
+            sleep_ns,
         }
     }
 

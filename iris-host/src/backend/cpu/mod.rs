@@ -5,6 +5,7 @@
 //! thread, so they are asynchronous as on a GPU.
 
 mod barrier;
+mod clock;
 mod device;
 mod event;
 mod grid;

@@ -11,6 +11,10 @@ pub(super) const SHARED_OFFSET: u32 = 48;
 const BARRIER_OFFSET: u32 = 56;
 /// Offset of `barrier_state`.
 const BARRIER_STATE_OFFSET: u32 = 64;
+/// Offset of `now_ns`.
+const NOW_NS_OFFSET: u32 = 72;
+/// Offset of `sleep_ns`.
+const SLEEP_NS_OFFSET: u32 = 80;
 
 impl FnBuilder<'_> {
     /// The launch context pointer (an error outside the CPU target).
@@ -40,11 +44,50 @@ impl FnBuilder<'_> {
         self.cpu_ctx_field("i32", (group * 3 + dim.index() as u32) * 4, 4)
     }
 
+    /// `ctx->now_ns()`.
+    pub fn cpu_now_ns(&mut self) -> Result<String, String> {
+        let f = self.cpu_ctx_field("ptr", NOW_NS_OFFSET, 8)?;
+        Ok(self.def(&format!("call i64 {f}()")))
+    }
+
+    /// `ctx->sleep_ns(ns)`, `ns` an `i32`.
+    pub fn cpu_sleep_ns(&mut self, ns: &str) -> Result<(), String> {
+        let f = self.cpu_ctx_field("ptr", SLEEP_NS_OFFSET, 8)?;
+        let wide = self.def(&format!("zext i32 {ns} to i64"));
+        self.inst(&format!("call void {f}(i64 {wide})"));
+        Ok(())
+    }
+
     /// `ctx->barrier(ctx->barrier_state)`.
     pub fn cpu_barrier(&mut self) -> Result<(), String> {
         let f = self.cpu_ctx_field("ptr", BARRIER_OFFSET, 8)?;
         let state = self.cpu_ctx_field("ptr", BARRIER_STATE_OFFSET, 8)?;
         self.inst(&format!("call void {f}(ptr {state})"));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::CpuLaunchContext;
+    use std::mem::offset_of;
+
+    #[test]
+    fn offsets_match_the_launch_context() {
+        assert_eq!(offset_of!(CpuLaunchContext, shared), SHARED_OFFSET as usize);
+        assert_eq!(
+            offset_of!(CpuLaunchContext, barrier),
+            BARRIER_OFFSET as usize
+        );
+        assert_eq!(
+            offset_of!(CpuLaunchContext, barrier_state),
+            BARRIER_STATE_OFFSET as usize
+        );
+        assert_eq!(offset_of!(CpuLaunchContext, now_ns), NOW_NS_OFFSET as usize);
+        assert_eq!(
+            offset_of!(CpuLaunchContext, sleep_ns),
+            SLEEP_NS_OFFSET as usize
+        );
     }
 }

@@ -57,6 +57,16 @@ impl FnBuilder<'_> {
             Intrinsic::VecSplat => self.vec_splat(&e.ty, args),
             Intrinsic::VecGet(lane) => self.vec_get(*lane, args),
             Intrinsic::Math(f) => self.math(*f, &e.ty, args),
+            Intrinsic::GlobalTimerNs => self.global_timer_ns(),
+            Intrinsic::Clock64 => self.clock64(),
+            Intrinsic::Nanosleep => {
+                let [ns] = args else {
+                    return Err("`nanosleep` takes one value".into());
+                };
+                let ns = self.expr(ns)?;
+                self.nanosleep(&ns)?;
+                Ok(String::new())
+            }
         }
     }
 

@@ -11,7 +11,7 @@
 //! - [`memory`]: loads, stores, symmetric translation; [`peer_check`]: the translation's
 //!   peer check in units built with peer checks; [`atomics`]: atomics and fences.
 //! - [`intrinsics`]: device intrinsics; [`amdgpu`], [`nvptx`], [`cpu`], [`shared`]: the
-//!   per-target parts.
+//!   per-target parts; [`time`]: device time on each target.
 //! - [`helpers`], [`fmod`], [`softfloat`]: functions the module defines for itself.
 
 mod amdgpu;
@@ -33,6 +33,7 @@ mod nvptx;
 mod peer_check;
 mod shared;
 mod softfloat;
+mod time;
 mod types;
 
 use super::super::kernel_ir::{Type, Unit};
