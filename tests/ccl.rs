@@ -8,7 +8,7 @@ mod common;
 use std::fmt::Debug;
 use std::sync::{Mutex, MutexGuard};
 
-use common::{backends, WORLD_SIZES};
+use common::{backends, world_sizes};
 use iris::ccl::{self, AllGatherAlgo, AllReduceAlgo, Ccl, CclElement, ReduceOp};
 use iris::prelude::{bf16, f16};
 use iris::{BackendKind, Error, Iris, SymmetricBuffer, World};
@@ -226,7 +226,7 @@ fn for_every_world(
     let _one = one_world_at_a_time();
     let mut problems = Vec::new();
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             let start = std::time::Instant::now();
             let reports = World::threads(world)
                 .backend(backend)
@@ -235,18 +235,21 @@ fn for_every_world(
                     let ccl = Ccl::new(iris)?;
                     let report = check(iris, &ccl)?;
                     ccl.synchronize()?;
-                    Ok(report)
+                    Ok((report, ccl.longest_wait()?))
                 })
                 .unwrap_or_else(|e| panic!("{name} on {backend} at {world} ranks: {e}"));
-            for (rank, report) in reports.into_iter().enumerate() {
+            let mut longest = std::time::Duration::ZERO;
+            for (rank, (report, wait)) in reports.into_iter().enumerate() {
+                longest = longest.max(wait);
                 for p in report {
                     problems.push(format!(
                         "{name} on {backend} at {world} ranks, rank {rank}: {p}"
                     ));
                 }
             }
+            // `scripts/ccl-stress.sh` reads this line.
             eprintln!(
-                "{name}: {backend} at {world} ranks in {:.2?}",
+                "{name}: {backend} at {world} ranks in {:.2?}, longest barrier wait {longest:.2?}",
                 start.elapsed()
             );
         }
@@ -519,8 +522,8 @@ fn shapes_are_checked_before_anything_runs() {
         .unwrap();
 }
 
-/// A rank that never arrives: the other rank's barrier gives up after its spin limit, skips
-/// the data movement, and the host reports the missing rank.
+/// A rank that never arrives: the other rank's barrier gives up after its wait limit,
+/// skips the data movement, and the host reports the missing rank.
 #[test]
 fn a_peer_that_never_arrives_is_reported_by_rank() {
     let _one = one_world_at_a_time();
@@ -544,7 +547,7 @@ fn a_peer_that_never_arrives_is_reported_by_rank() {
                 )?;
                 ccl.synchronize()?;
                 // Give up soon (after the warm-up, which must not give up on a slow peer).
-                let ccl = ccl.with_spin_limit(1 << 16);
+                let ccl = ccl.with_wait_limit(std::time::Duration::from_millis(200));
                 let outcome = if iris.rank() == 0 {
                     ccl::all_reduce(&ccl, &input, &output, ReduceOp::Sum, AllReduceAlgo::OneShot)?;
                     let first = ccl.synchronize();
@@ -585,7 +588,7 @@ fn named_barrier(message: &str) -> &str {
 
 /// A rank told to stop by the rank that gave up reports the same barrier (epoch and slot)
 /// and the same missing rank. Rank 2 never arrives; rank 0 gives up soon; rank 1 would wait
-/// far longer than the test, so it stops only because rank 0 told it to.
+/// an hour, so it stops only because rank 0 told it to.
 #[test]
 fn a_rank_told_to_stop_names_the_barrier_that_gave_up() {
     let _one = one_world_at_a_time();
@@ -607,8 +610,8 @@ fn a_rank_told_to_stop_names_the_barrier_that_gave_up() {
                 let outcome = match iris.rank() {
                     2 => None,
                     rank => {
-                        let spins = if rank == 0 { 1 << 20 } else { 1 << 40 };
-                        let ccl = ccl.with_spin_limit(spins);
+                        let limit = if rank == 0 { 0.3 } else { 3600.0 };
+                        let ccl = ccl.with_wait_limit(std::time::Duration::from_secs_f64(limit));
                         ccl.barrier()?;
                         Some(ccl.synchronize().map_err(|e| e.to_string()))
                     }
@@ -651,7 +654,7 @@ iris::ccl::kernels_with_barrier! {
         /// every thread checks what the previous rank wrote into its own slot. `errors[t]`
         /// counts wrong values; `errors[block_dim]` is the barrier's status.
         #[kernel]
-        pub fn ring_steps(buf: Symmetric<u64>, errors: *mut u64, signals: Symmetric<u64>, steps: u32, me: u32, world: u32, epoch: u64, spins: u64) {
+        pub fn ring_steps(buf: Symmetric<u64>, errors: *mut u64, signals: Symmetric<u64>, steps: u32, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
             let status = shared_array::<u32, 1>();
             let t = thread_idx_x();
             let threads = block_dim_x();
@@ -664,7 +667,7 @@ iris::ccl::kernels_with_barrier! {
                 store(half.add(t as usize), tag, next);
                 sync_threads();
                 if t == 0 {
-                    unsafe { *status = ccl_barrier(signals, 0, epoch + step as u64, me, world, spins) };
+                    unsafe { *status = ccl_barrier(signals, 0, epoch + step as u64, me, world, timeout_ns) };
                 }
                 sync_threads();
                 if unsafe { *status } != 0 {
@@ -689,7 +692,7 @@ iris::ccl::kernels_with_barrier! {
 fn user_kernel_meets_the_barrier_every_iteration() {
     let _one = one_world_at_a_time();
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             let (steps, threads) = (20u32, 8usize);
             let errors = World::threads(world)
                 .backend(backend)
@@ -698,8 +701,10 @@ fn user_kernel_meets_the_barrier_every_iteration() {
                     let ccl = Ccl::new(iris)?;
                     let buf = iris.symmetric_zeros::<u64>(2 * threads)?;
                     let errors = iris.full::<u64>(threads + 1, u64::MAX)?;
-                    // Its first launch must not load it while peers' kernels wait for it.
-                    ccl.preload(&ring::ring_steps::UNIT)?;
+                    // Loaded where no peer's kernel waits for it, and a shape that keeps
+                    // every rank's blocks resident (this kernel uses one block).
+                    let config = ccl.launch_config_for(&ring::ring_steps::UNIT, threads as u32)?;
+                    assert!(config.grid[0] >= 1 && config.block[0] == threads as u32);
                     let epoch = ccl.reserve_epochs(u64::from(steps));
                     let (me, w) = (iris.rank() as u32, world as u32);
                     ring::ring_steps::launch(
@@ -712,7 +717,7 @@ fn user_kernel_meets_the_barrier_every_iteration() {
                         me,
                         w,
                         epoch,
-                        ccl.spin_limit(),
+                        ccl.wait_limit_ns(),
                     )?;
                     // The collectives go on from the epochs after the kernel's.
                     let a = iris.symmetric_full::<u32>(8, 1)?;
@@ -739,7 +744,7 @@ fn user_kernel_meets_the_barrier_every_iteration() {
 fn device_barrier_many_times() {
     let _one = one_world_at_a_time();
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             World::threads(world)
                 .backend(backend)
                 .heap_bytes(1 << 20)
@@ -752,5 +757,86 @@ fn device_barrier_many_times() {
                 })
                 .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
         }
+    }
+}
+
+/// A rank that comes late but within the wait limit: the others' barrier waits for it and
+/// succeeds (the wait is bounded in time, not polls, and backs off so the late rank's
+/// thread gets the cores).
+#[test]
+fn a_late_rank_within_the_limit_is_waited_for() {
+    let _one = one_world_at_a_time();
+    let delay = std::time::Duration::from_millis(1500);
+    for backend in backends() {
+        let waits = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(std::time::Duration::from_secs(20))
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                ccl.barrier()?;
+                ccl.synchronize()?;
+                if iris.rank() == 1 {
+                    std::thread::sleep(delay);
+                }
+                ccl.barrier()?;
+                ccl.synchronize()?;
+                ccl.longest_wait()
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        eprintln!(
+            "{backend}: rank 0 waited {:.2?} for the late rank",
+            waits[0]
+        );
+        assert!(
+            waits[0] >= delay.mul_f64(0.9),
+            "{backend}: rank 0's longest wait {:?} is shorter than rank 1's delay",
+            waits[0]
+        );
+    }
+}
+
+/// A rank that never comes: with a 2 s world timeout the others' barrier gives up after
+/// its wait limit (90% of it), before the host's wait would, and names the rank.
+#[test]
+fn a_rank_that_never_comes_is_named_within_the_timeout() {
+    let _one = one_world_at_a_time();
+    let timeout = std::time::Duration::from_secs(2);
+    for backend in backends() {
+        // Not a host barrier of the world: rank 1 must outwait rank 0's whole timeout.
+        let done = std::sync::Barrier::new(2);
+        let results = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(timeout)
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                ccl.barrier()?;
+                ccl.synchronize()?;
+                iris.host_barrier()?;
+                let outcome = if iris.rank() == 0 {
+                    let start = std::time::Instant::now();
+                    ccl.barrier()?;
+                    let outcome = ccl.synchronize().map_err(|e| e.to_string());
+                    Some((outcome, start.elapsed()))
+                } else {
+                    None
+                };
+                done.wait();
+                Ok(outcome)
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let (outcome, took) = results[0].clone().expect("rank 0 reports");
+        let message = outcome.expect_err("rank 0's barrier should give up on rank 1");
+        eprintln!("{backend}: gave up after {took:.2?} (IRIS_TIMEOUT 2 s): {message}");
+        assert!(
+            message.contains("rank 1 did not arrive"),
+            "{backend}: {message}"
+        );
+        assert!(
+            took >= timeout.mul_f64(0.75) && took < timeout + std::time::Duration::from_millis(500),
+            "{backend}: gave up after {took:?}, want about {:?}",
+            timeout.mul_f64(0.9)
+        );
     }
 }

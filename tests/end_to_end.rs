@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{backends, random_f32, random_u32, WORLD_SIZES};
+use common::{backends, random_f32, random_u32, world_sizes};
 use iris::prelude::*;
 use iris::{LaunchConfig, World};
 
@@ -61,7 +61,7 @@ pub fn reverse_blocks(input: *const f32, out: *mut f32) {
 #[test]
 fn all_gather_pushes_every_rank_to_every_peer() {
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             let n = 1000usize; // not a multiple of the block size
             let ok = World::threads(world)
                 .backend(backend)
@@ -97,7 +97,7 @@ fn all_gather_pushes_every_rank_to_every_peer() {
 #[test]
 fn remote_load_reads_the_next_ranks_copy() {
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             let n = 777usize;
             let results = World::threads(world)
                 .backend(backend)
@@ -132,7 +132,7 @@ fn remote_load_reads_the_next_ranks_copy() {
 #[test]
 fn cross_rank_atomic_counter_counts_every_add() {
     for backend in backends() {
-        for world in WORLD_SIZES {
+        for world in world_sizes() {
             let (blocks, threads) = (3u32, 64u32);
             let counts = World::threads(world)
                 .backend(backend)

@@ -393,6 +393,34 @@ impl Iris {
         self.device.module(unit).map(drop)
     }
 
+    /// How many blocks of kernel `kernel` of `unit`, `block_threads` threads each, can
+    /// be resident on one multiprocessor of this rank's device at once: the driver's
+    /// occupancy calculator for the code object this device runs (loads the unit if it is
+    /// not loaded yet). `u32::MAX` on the CPU backend, whose blocks are threads.
+    ///
+    /// Kernels that wait for other blocks (a device-side barrier) are only correct when
+    /// all the blocks they wait for are resident at once: this many per multiprocessor,
+    /// shared by every rank on the device (see `iris::ccl::Ccl::launch_config_for`).
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        unit: &'static KernelUnit,
+        kernel: usize,
+        block_threads: u32,
+    ) -> Result<u32> {
+        let info = self.device.info();
+        if block_threads == 0 || block_threads > info.max_threads_per_block {
+            return Err(Error::InvalidConfig(format!(
+                "{block_threads} threads per block: the device takes 1 to {}",
+                info.max_threads_per_block
+            )));
+        }
+        let module = self.device.module_ref(unit)?;
+        self.device
+            .device()
+            .max_active_blocks_per_multiprocessor(&*module, kernel, block_threads, 0)
+            .map_err(|e| e.on_rank(self.rank))
+    }
+
     /// Launches kernel `kernel` of `unit` on this rank's stream, after checking `args`
     /// against the kernel's parameters and `config` against the kernel's and the device's
     /// limits. Asynchronous: [`synchronize`](Iris::synchronize) waits for it.

@@ -51,6 +51,24 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// More ranks share a device than can run kernels that wait for each other on it at
+    /// once.
+    #[error(
+        "rank {rank}: {ranks} ranks share {device}, but at most {fit} can run kernels that wait for each other there: {why}"
+    )]
+    DeviceOversubscribed {
+        /// The rank that found it.
+        rank: usize,
+        /// The device (`cuda device 0 (NVIDIA H200)`).
+        device: String,
+        /// Ranks on the device (of this process, where the limit is per process).
+        ranks: usize,
+        /// How many fit.
+        fit: usize,
+        /// What limits them, and what to change.
+        why: String,
+    },
+
     /// A call into a GPU runtime (driver or HIP) failed.
     #[error("{backend} call {call} failed: {message}")]
     Driver {

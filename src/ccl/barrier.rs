@@ -1,5 +1,5 @@
 //! The device-side barrier: a symmetric signal buffer, per-(slot, peer) epoch flags, and a
-//! bounded spin.
+//! wait bounded in time.
 //!
 //! Every rank owns a copy of the signal buffer (`u64` words):
 //!
@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `0` | `0`, or `1 + r` once a wait gave up on rank `r` (sticky: the communicator is then broken) |
 //! | `1`, `2` | the epoch and the slot of that wait (on every copy the giving-up rank broke) |
-//! | `3` | reserved |
+//! | `3` | the longest any wait of this rank took, in nanoseconds (local only) |
 //! | `4 + slot` (`slot < 128`) | how many threads of the block using `slot` finished (local only) |
 //! | `132 + slot * world + peer` | the latest epoch at which `peer` arrived at barrier `slot` |
 //!
@@ -18,28 +18,40 @@
 //! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
 //! memory only: the peers push.
 //!
-//! Each wait polls at most `spins` times per peer. A rank that gives up records the missing
-//! rank, the epoch and the slot in its own copy and in every other rank's (so that they give
-//! up at once instead of spinning out their own budget, and report the same barrier; the
-//! first rank to break a copy writes it) and the host reports it from
+//! A wait is bounded in time, not in polls: it reads the device clock
+//! (`global_timer_ns`) and gives up `timeout_ns` after it started (the communicator's
+//! wait limit, below the world's `IRIS_TIMEOUT`, so the device gives up first and names
+//! the rank). After its first polls it backs off with `nanosleep` between polls: a GPU
+//! block stops hammering memory, and on the CPU backend the waiting thread gives its core
+//! to the ranks it waits for. A rank that gives up records the missing rank, the epoch and
+//! the slot in its own copy and in every other rank's (so that they give up at once
+//! instead of waiting out their own limit, and report the same barrier; the first rank to
+//! break a copy writes it) and the host reports it from
 //! [`Ccl::synchronize`](super::Ccl::synchronize).
+//!
+//! A spinning barrier is only correct while every block it waits for is running:
+//! [`Ccl`](super::Ccl) sizes launches so that all ranks' blocks on a device are resident
+//! at once, and refuses more ranks on a device than it has hardware queues (see
+//! `residency.rs`).
 
 /// Wraps an inline module in `#[iris::kernels]` and adds the device-side barrier's functions
 /// to it, so that its kernels can synchronise every rank without a host round trip.
 ///
 /// The module gets these device functions (`signals` is [`Ccl::signals`](crate::ccl::Ccl::signals),
-/// launched as a `Symmetric<u64>`; `spins` is [`Ccl::spin_limit`](crate::ccl::Ccl::spin_limit);
+/// launched as a `Symmetric<u64>`; `timeout_ns` is [`Ccl::wait_limit_ns`](crate::ccl::Ccl::wait_limit_ns);
 /// epochs come from [`Ccl::reserve_epochs`](crate::ccl::Ccl::reserve_epochs); a barrier slot
 /// belongs to one block at a time, so use the block index, below
 /// [`Ccl::slots`](crate::ccl::Ccl::slots)):
 ///
 /// - `ccl_signal(signals, slot: u32, epoch: u64, me: u32, world: u32)`: this rank arrived at
 ///   barrier `slot` for `epoch` (a `Release`/`System` store into every rank's copy);
-/// - `ccl_wait(signals, slot, epoch, me, world, spins: u64) -> u32`: polls this rank's copy
-///   (`Acquire`/`System`) until every rank arrived at `slot` for `epoch`; returns `0`, or
-///   `1 + r` if it gave up on rank `r` (or another rank already gave up: the communicator
-///   is broken and every later wait returns at once);
-/// - `ccl_barrier(signals, slot, epoch, me, world, spins) -> u32`: `ccl_signal` then `ccl_wait`;
+/// - `ccl_wait(signals, slot, epoch, me, world, timeout_ns: u64) -> u32`: polls this rank's
+///   copy (`Acquire`/`System`) until every rank arrived at `slot` for `epoch`; returns `0`,
+///   or `1 + r` if rank `r` had not arrived `timeout_ns` after the wait began (or another
+///   rank already gave up: the communicator is broken and every later wait returns at
+///   once);
+/// - `ccl_barrier(signals, slot, epoch, me, world, timeout_ns) -> u32`: `ccl_signal` then
+///   `ccl_wait`;
 /// - `ccl_block_done(signals, slot, me) -> bool`: counts this thread as finished and returns
 ///   `true` in exactly one thread of the block, the last (`AcqRel`: it has seen every other
 ///   thread's writes, so its `ccl_signal` publishes the whole block's).
@@ -54,13 +66,13 @@
 ///         use iris::prelude::*;
 ///
 ///         #[kernel]
-///         pub fn step(outbox: *const f32, inbox: Symmetric<f32>, signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, spins: u64) {
+///         pub fn step(outbox: *const f32, inbox: Symmetric<f32>, signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
 ///             let slot = block_idx_x();
 ///             // Entry (nothing of this kernel to publish yet): one thread signals, all wait.
 ///             if thread_idx_x() == 0 {
 ///                 ccl_signal(signals, slot, epoch, me, world);
 ///             }
-///             if ccl_wait(signals, slot, epoch, me, world, spins) != 0 {
+///             if ccl_wait(signals, slot, epoch, me, world, timeout_ns) != 0 {
 ///                 return; // a peer never arrived; the host reports it
 ///             }
 ///             // Every rank's earlier work is done (the next rank no longer reads its inbox):
@@ -69,21 +81,27 @@
 ///             iris::store(inbox.add(i), unsafe { *outbox.add(i) }, (me + 1) % world);
 ///             // Exit (publish this block's writes): the block's last thread signals and waits.
 ///             if ccl_block_done(signals, slot, me) {
-///                 ccl_barrier(signals, slot, epoch + 1, me, world, spins);
+///                 ccl_barrier(signals, slot, epoch + 1, me, world, timeout_ns);
 ///             }
 ///         }
 ///     }
 /// }
-/// // Once, on every rank: ccl.preload(&ring::step::UNIT)?;
-/// // Launch: ring::step::launch(&iris, (blocks, threads), &outbox, &inbox, ccl.signals(),
-/// //                            me, world, ccl.reserve_epochs(2), ccl.spin_limit())
+/// // Once, on every rank (collective): the launch shape that keeps every rank's blocks
+/// // resident, and the unit loaded:
+/// //   let config = ccl.launch_config_for(&ring::step::UNIT, 256)?;
+/// // Launch (at most config's blocks; fewer is fine):
+/// //   ring::step::launch(&iris, config, &outbox, &inbox, ccl.signals(),
+/// //                      me, world, ccl.reserve_epochs(2), ccl.wait_limit_ns())
 /// // After it completes on a rank, that rank's inbox holds what the previous rank sent.
 /// # fn main() {}
 /// ```
 ///
 /// Before the first launch of such a kernel, every rank calls
-/// [`Ccl::preload`](crate::ccl::Ccl::preload) with its unit: loading a module while a peer's
-/// kernel spins at a barrier for this rank can deadlock on GPUs.
+/// [`Ccl::launch_config_for`](crate::ccl::Ccl::launch_config_for) with its unit and block
+/// size (collective): it loads the unit where no kernel waits for a peer (loading a module
+/// while a peer's kernel spins at a barrier for this rank can deadlock on GPUs), and gives
+/// the most blocks per launch with which every rank's blocks are resident at once. Launch
+/// with at most that many blocks of that many threads.
 ///
 /// The added functions name everything by its full `iris::` path (the kernel macros need
 /// the crate to be a dependency named `iris`), so the module imports only what its own
@@ -126,34 +144,49 @@ macro_rules! __ccl_kernels_with_barrier {
                 }
             }
 
-            // Told to stop: waits (at most `spins` polls) until the rank that gave up wrote
-            // the epoch (epochs start at 1), so that the host reads the real epoch and slot.
-            fn ccl_told_to_stop(signals: iris::prelude::Symmetric<u64>, me: u32, spins: u64) {
-                let mut polls = 0u64;
-                while polls < spins && iris::atomic_load(signals.add(1), me, iris::prelude::Ordering::Acquire, iris::prelude::Scope::System) == 0 {
-                    polls += 1;
+            // Told to stop: waits (at most `timeout_ns`) until the rank that gave up wrote the
+            // epoch (epochs start at 1), so that the host reads the real epoch and slot.
+            fn ccl_told_to_stop(signals: iris::prelude::Symmetric<u64>, me: u32, timeout_ns: u64) {
+                let start = iris::global_timer_ns();
+                while iris::atomic_load(signals.add(1), me, iris::prelude::Ordering::Acquire, iris::prelude::Scope::System) == 0 {
+                    if iris::global_timer_ns() - start >= timeout_ns {
+                        return;
+                    }
+                    iris::nanosleep(256);
                 }
             }
 
-            fn ccl_wait(signals: iris::prelude::Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32, spins: u64) -> u32 {
+            // Polls the row of `slot` until every rank arrived at `epoch`: the first 1024 polls
+            // of each peer back to back, then with a 256 ns sleep between polls, each of which
+            // also checks whether another rank gave up and whether `timeout_ns` has passed
+            // since the wait began. Records the wait's time in word 3 when it is the longest
+            // yet (a read first, so a long-stable maximum costs no atomic).
+            fn ccl_wait(signals: iris::prelude::Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32, timeout_ns: u64) -> u32 {
                 let row = signals.add((132 + slot as u64 * world as u64) as usize);
+                let start = iris::global_timer_ns();
                 for peer in 0..world {
                     let cell = row.add(peer as usize);
                     let mut polls = 0u64;
                     while iris::atomic_load(cell, me, iris::prelude::Ordering::Acquire, iris::prelude::Scope::System) < epoch {
                         polls += 1;
-                        if polls % 1024 == 0 {
+                        if polls > 1024 {
                             let broken = iris::atomic_load(signals, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
                             if broken != 0 {
-                                ccl_told_to_stop(signals, me, spins);
+                                ccl_told_to_stop(signals, me, timeout_ns);
                                 return broken as u32;
                             }
-                        }
-                        if polls >= spins {
-                            ccl_give_up(signals, slot, epoch, me, world, peer);
-                            return peer + 1;
+                            if iris::global_timer_ns() - start >= timeout_ns {
+                                ccl_give_up(signals, slot, epoch, me, world, peer);
+                                return peer + 1;
+                            }
+                            iris::nanosleep(256);
                         }
                     }
+                }
+                let waited = iris::global_timer_ns() - start;
+                let longest = signals.add(3);
+                if waited > iris::atomic_load(longest, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System) {
+                    iris::atomic_max(longest, waited, me, iris::prelude::Ordering::Relaxed, iris::prelude::Scope::System);
                 }
                 0
             }
@@ -169,9 +202,9 @@ macro_rules! __ccl_kernels_with_barrier {
                 false
             }
 
-            fn ccl_barrier(signals: iris::prelude::Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32, spins: u64) -> u32 {
+            fn ccl_barrier(signals: iris::prelude::Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32, timeout_ns: u64) -> u32 {
                 ccl_signal(signals, slot, epoch, me, world);
-                ccl_wait(signals, slot, epoch, me, world, spins)
+                ccl_wait(signals, slot, epoch, me, world, timeout_ns)
             }
 
             $($body)*
@@ -197,9 +230,9 @@ kernels_with_barrier! {
         /// Every rank arrives at barrier slot 0 for `epoch` and waits for the others; one
         /// thread does it all.
         #[kernel]
-        pub fn barrier(signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, spins: u64) {
+        pub fn barrier(signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
             if thread_idx_x() == 0 && block_idx_x() == 0 {
-                ccl_barrier(signals, 0, epoch, me, world, spins);
+                ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
             }
         }
     }

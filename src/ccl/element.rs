@@ -53,15 +53,25 @@ pub struct KernelCall<'a, 'ctx, T: Pod> {
     pub(crate) world: u32,
     /// The entry barrier's epoch; the exit barrier uses `epoch + 1`.
     pub(crate) epoch: u64,
-    pub(crate) spins: u64,
+    /// How long each barrier wait may take.
+    pub(crate) timeout_ns: u64,
 }
 
 macro_rules! launch_with {
     ($unit:path, $iris:expr, $c:expr) => {{
         use $unit as k;
         k::launch(
-            $iris, $c.config, $c.input, $c.output, $c.signals, $c.n, $c.arg, $c.me, $c.world,
-            $c.epoch, $c.spins,
+            $iris,
+            $c.config,
+            $c.input,
+            $c.output,
+            $c.signals,
+            $c.n,
+            $c.arg,
+            $c.me,
+            $c.world,
+            $c.epoch,
+            $c.timeout_ns,
         )
     }};
 }

@@ -125,7 +125,7 @@ macro_rules! ccl_unit {
                         me: u32,
                         world: u32,
                         epoch: u64,
-                        spins: u64,
+                        timeout_ns: u64,
                     ) {
                         // Entry: every rank's earlier work (which wrote the inputs and
                         // last read the outputs) has finished.
@@ -133,12 +133,12 @@ macro_rules! ccl_unit {
                         if thread_idx_x() == 0 {
                             ccl_signal(signals, slot, epoch, me, world);
                         }
-                        if ccl_wait(signals, slot, epoch, me, world, spins) == 0 {
+                        if ccl_wait(signals, slot, epoch, me, world, timeout_ns) == 0 {
                             $body(input, output, n, arg, me, world);
                             // Exit: the block's last thread publishes the block's reads and
                             // writes and waits until every rank's matching block did.
                             if ccl_block_done(signals, slot, me) {
-                                ccl_barrier(signals, slot, epoch + 1, me, world, spins);
+                                ccl_barrier(signals, slot, epoch + 1, me, world, timeout_ns);
                             }
                         }
                     }

@@ -6,8 +6,27 @@ use rand::Rng;
 
 /// The CPU backend always, and each GPU backend whose runtime and device are present.
 /// A GPU backend that is missing is reported as skipped with its reason; with
-/// `IRIS_REQUIRE_GPU=1` a missing GPU fails the test instead.
+/// `IRIS_REQUIRE_GPU=1` a missing GPU fails the test instead. `IRIS_TEST_BACKENDS`
+/// (comma-separated names) keeps only those of them, for stress runs of one backend.
 pub fn backends() -> Vec<BackendKind> {
+    let found = found_backends();
+    match std::env::var("IRIS_TEST_BACKENDS") {
+        Ok(names) if !names.trim().is_empty() => {
+            let keep: Vec<BackendKind> = names
+                .split(',')
+                .map(|n| {
+                    BackendKind::from_name(n)
+                        .unwrap_or_else(|e| panic!("IRIS_TEST_BACKENDS={names:?}: {e}"))
+                })
+                .collect();
+            eprintln!("IRIS_TEST_BACKENDS={names}: testing {keep:?} of {found:?}");
+            found.into_iter().filter(|k| keep.contains(k)).collect()
+        }
+        _ => found,
+    }
+}
+
+fn found_backends() -> Vec<BackendKind> {
     let mut kinds = vec![BackendKind::Cpu];
     let mut reasons = Vec::new();
     for kind in [BackendKind::Cuda, BackendKind::Hip] {
@@ -38,5 +57,22 @@ pub fn random_u32(n: usize) -> Vec<u32> {
     (0..n).map(|_| rng.random()).collect()
 }
 
-/// The world sizes every collective is tested at.
-pub const WORLD_SIZES: [usize; 4] = [1, 2, 4, 8];
+/// The world sizes every collective is tested at: 1, 2, 4 and 8 ranks, or the
+/// comma-separated list in `IRIS_TEST_WORLDS` (`scripts/ccl-stress.sh` runs one size many
+/// times, 16 ranks on one GPU included).
+pub fn world_sizes() -> Vec<usize> {
+    const DEFAULT: [usize; 4] = [1, 2, 4, 8];
+    match std::env::var("IRIS_TEST_WORLDS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|w| {
+                w.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&w| w > 0)
+                    .unwrap_or_else(|| panic!("IRIS_TEST_WORLDS={list:?}: not a list of ranks"))
+            })
+            .collect(),
+        _ => DEFAULT.to_vec(),
+    }
+}

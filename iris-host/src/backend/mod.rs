@@ -43,6 +43,7 @@ use crate::error::{Error, Result};
 pub mod cpu;
 pub mod cuda;
 pub mod hip;
+mod work_queues;
 
 /// Which device runtime a backend drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,6 +117,13 @@ pub struct DeviceInfo {
     pub max_block_dims: [u32; 3],
     /// The largest grid extent per dimension.
     pub max_grid_dims: [u32; 3],
+    /// Hardware queues that run this process's streams on the device concurrently
+    /// (CUDA: `CUDA_DEVICE_MAX_CONNECTIONS`, which iris sets to 32 when it is unset before
+    /// the driver starts; HIP: `GPU_MAX_HW_QUEUES`, likewise 16). Streams beyond it share
+    /// queues, and a kernel queued behind another stream's running kernel does not start
+    /// until that one ends: kernels that wait for each other (ranks sharing a device) need
+    /// a queue each. `u32::MAX` on the CPU, whose streams are threads.
+    pub work_queues: u32,
 }
 
 /// What an allocation will be used for.
@@ -247,6 +255,19 @@ pub trait Device: Send + Sync {
         dims: LaunchDims,
         args: &mut [*mut c_void],
     ) -> Result<()>;
+
+    /// How many blocks of `kernel` of `module`, `block_threads` threads each with
+    /// `dynamic_shared_bytes` of dynamic shared memory, can be resident on one
+    /// multiprocessor at once (the driver's occupancy calculator for the exact code
+    /// object: registers, shared memory, threads, block slots). At least 0; `u32::MAX` on
+    /// the CPU, whose blocks are threads the operating system schedules.
+    fn max_active_blocks_per_multiprocessor(
+        &self,
+        module: &dyn Module,
+        kernel: usize,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32>;
 
     /// Allocates `bytes` (> 0) of device memory that other processes can map: its
     /// descriptor comes from [`export_fd`](Device::export_fd), and peers map it with

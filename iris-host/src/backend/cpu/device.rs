@@ -37,6 +37,7 @@ impl CpuDevice {
             max_threads_per_block: 1024,
             max_block_dims: [1024, 1024, 64],
             max_grid_dims: [i32::MAX as u32, 65535, 65535],
+            work_queues: u32::MAX,
         };
         Self {
             info,
@@ -188,6 +189,26 @@ impl Device for CpuDevice {
             };
             grid.run(parallelism)
         }))
+    }
+
+    /// Unbounded: the CPU's blocks are threads the operating system time-slices, so a
+    /// waiting block never keeps another from running.
+    fn max_active_blocks_per_multiprocessor(
+        &self,
+        module: &dyn Module,
+        kernel: usize,
+        _block_threads: u32,
+        _dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        let unit = module.unit();
+        if kernel >= unit.kernels.len() {
+            return Err(Error::NoSuchKernel {
+                unit: unit.id,
+                index: kernel,
+                count: unit.kernels.len(),
+            });
+        }
+        Ok(u32::MAX)
     }
 }
 

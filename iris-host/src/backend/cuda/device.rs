@@ -214,6 +214,32 @@ impl Device for CudaDevice {
         })
     }
 
+    fn max_active_blocks_per_multiprocessor(
+        &self,
+        module: &dyn Module,
+        kernel: usize,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        let module: &CudaModule = downcast(module.as_any(), BackendKind::Cuda, "module")?;
+        if module.context().id() != self.ctx.id() {
+            return Err(foreign("module", self.info.ordinal));
+        }
+        let function = module.function(kernel)?;
+        self.ctx.make_current()?;
+        let mut blocks = 0;
+        // SAFETY: a live function of this context and a valid out-pointer.
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function,
+                i32::try_from(block_threads).unwrap_or(i32::MAX),
+                dynamic_shared_bytes as usize,
+            )
+        })?;
+        Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
     /// Uses [`shared_api`](CudaDevice::shared_api); when `cuMemCreate` fails for a reason
     /// other than memory (a driver or container without file-descriptor export), falls
     /// back to the legacy IPC API if the driver has it.

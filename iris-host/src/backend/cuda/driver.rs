@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUresult};
 
-use crate::backend::BackendKind;
+use crate::backend::{work_queues, BackendKind};
 use crate::error::{Error, Result};
 
 /// Every driver symbol the backend calls (as cudarc resolves them).
@@ -28,6 +28,7 @@ const SYMBOLS: &[&str] = &[
     "cuDeviceCanAccessPeer",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxGetState",
     "cuCtxSetCurrent",
     "cuCtxEnablePeerAccess",
     "cuMemAlloc_v2",
@@ -47,7 +48,14 @@ const SYMBOLS: &[&str] = &[
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuLaunchKernel",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 ];
+
+/// The variable that sets the hardware queues of a CUDA context, the driver's default,
+/// and what iris asks for (the most the driver takes).
+const QUEUES_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+const QUEUES_DEFAULT: u32 = 8;
+const QUEUES_WANTED: u32 = 32;
 
 /// `cuEventElapsedTime` under the name this driver exports (`_v2` since CUDA 12.8).
 pub(super) type ElapsedTimeFn =
@@ -59,6 +67,8 @@ pub(super) struct Driver {
     pub(super) version: i32,
     /// `cuEventElapsedTime`, resolved by hand: cudarc binds one name per CUDA version.
     pub(super) elapsed_time: ElapsedTimeFn,
+    /// Hardware queues (connections) of each device's primary context, by ordinal.
+    pub(super) work_queues: Vec<u32>,
 }
 
 static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
@@ -104,6 +114,8 @@ fn load_once() -> std::result::Result<Driver, String> {
             .map(|f| *f)
             .map_err(|e| format!("the CUDA driver lacks cuEventElapsedTime: {e}"))?
     };
+    // Before the driver makes a context: enough hardware queues for every rank's stream.
+    let queues = work_queues::claim(QUEUES_VAR, QUEUES_DEFAULT, QUEUES_WANTED);
     // SAFETY: plain driver calls with valid out-pointers.
     unsafe {
         let r = sys::cuInit(0);
@@ -118,8 +130,45 @@ fn load_once() -> std::result::Result<Driver, String> {
         Ok(Driver {
             version,
             elapsed_time,
+            work_queues: primary_contexts_active()?
+                .into_iter()
+                .map(|active| queues.for_context(active))
+                .collect(),
         })
     }
+}
+
+/// Whether each device's primary context already exists (another library of the process
+/// made it, with the queue count in force then).
+fn primary_contexts_active() -> std::result::Result<Vec<bool>, String> {
+    let mut count = 0;
+    // SAFETY: a valid out-pointer; the driver is initialised.
+    let r = unsafe { sys::cuDeviceGetCount(&mut count) };
+    if r != CUresult::CUDA_SUCCESS {
+        return Err(format!("cuDeviceGetCount failed: {}", describe(r)));
+    }
+    (0..count.max(0))
+        .map(|ordinal| {
+            let (mut device, mut flags, mut active) = (0, 0, 0);
+            // SAFETY: valid out-pointers and an ordinal below the count.
+            let r = unsafe {
+                match sys::cuDeviceGet(&mut device, ordinal) {
+                    CUresult::CUDA_SUCCESS => {
+                        sys::cuDevicePrimaryCtxGetState(device, &mut flags, &mut active)
+                    }
+                    failed => failed,
+                }
+            };
+            if r == CUresult::CUDA_SUCCESS {
+                Ok(active != 0)
+            } else {
+                Err(format!(
+                    "reading device {ordinal}'s context state failed: {}",
+                    describe(r)
+                ))
+            }
+        })
+        .collect()
 }
 
 /// Whether the loaded driver exports every one of `symbols` (for calls outside

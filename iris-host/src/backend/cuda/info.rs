@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute as Attr};
 
-use super::driver::check;
+use super::driver::{check, load};
 use super::target::device_target;
 use crate::backend::{BackendKind, DeviceInfo};
 use crate::error::Result;
@@ -68,6 +68,7 @@ pub(super) fn query(ordinal: usize, device: CUdevice) -> Result<(DeviceInfo, (u3
             attribute(device, Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
             attribute(device, Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
         ],
+        work_queues: load()?.work_queues.get(ordinal).copied().unwrap_or(1),
     };
     Ok((info, (major, minor)))
 }

@@ -172,6 +172,35 @@ impl Device for HipDevice {
         })
     }
 
+    fn max_active_blocks_per_multiprocessor(
+        &self,
+        module: &dyn Module,
+        kernel: usize,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        let module: &HipModule = downcast(module.as_any(), BackendKind::Hip, "module")?;
+        if module.ordinal() != self.ordinal {
+            return Err(foreign("module", self.info.ordinal));
+        }
+        let function = module.function(kernel)?;
+        set_device(self.ordinal)?;
+        let mut blocks = 0;
+        // SAFETY: a live function of this device and a valid out-pointer.
+        check(
+            "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+            unsafe {
+                hip::hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut blocks,
+                    function,
+                    i32::try_from(block_threads).unwrap_or(i32::MAX),
+                    dynamic_shared_bytes as usize,
+                )
+            },
+        )?;
+        Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
     /// `hipMemCreate` with a POSIX file-descriptor handle: fine-grained (uncached) memory
     /// for [`MemoryKind::Symmetric`], pinned device memory for [`MemoryKind::Device`]; the
     /// size is rounded up to the runtime's granularity.

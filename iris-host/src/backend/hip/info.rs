@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 
 use cubecl_hip_sys::{self as hip, hipDeviceAttribute_t};
 
-use super::runtime::check;
+use super::runtime::{check, load};
 use super::target::processor;
 use crate::backend::{BackendKind, DeviceInfo};
 use crate::error::Result;
@@ -80,6 +80,7 @@ pub(super) fn query(ordinal: i32) -> Result<(DeviceInfo, String)> {
             a(hip::hipDeviceAttribute_t_hipDeviceAttributeMaxGridDimY)?,
             a(hip::hipDeviceAttribute_t_hipDeviceAttributeMaxGridDimZ)?,
         ],
+        work_queues: load()?.work_queues,
     };
     Ok((info, arch))
 }

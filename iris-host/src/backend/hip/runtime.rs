@@ -15,7 +15,7 @@ use cubecl_hip_sys as hip;
 use cubecl_hip_sys::hipError_t;
 use libloading::Library;
 
-use crate::backend::BackendKind;
+use crate::backend::{work_queues, BackendKind};
 use crate::error::{Error, Result};
 
 /// Every HIP symbol the backend calls.
@@ -51,12 +51,21 @@ const SYMBOLS: &[&str] = &[
     "hipModuleUnload",
     "hipModuleGetFunction",
     "hipModuleLaunchKernel",
+    "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
 ];
+
+/// The variable that sets how many hardware queues HIP gives a process's streams per
+/// device, HIP's default, and what iris asks for when it is unset.
+const QUEUES_VAR: &str = "GPU_MAX_HW_QUEUES";
+const QUEUES_DEFAULT: u32 = 4;
+const QUEUES_WANTED: u32 = 16;
 
 /// What loading the runtime found.
 pub(super) struct Runtime {
     /// The HIP runtime version (`major * 10_000_000 + minor * 100_000 + patch`).
     pub(super) version: i32,
+    /// Hardware queues for this process's streams on each device.
+    pub(super) work_queues: u32,
 }
 
 static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
@@ -96,6 +105,9 @@ fn load_once() -> std::result::Result<Runtime, String> {
             missing.join(", ")
         ));
     }
+    // Before the runtime starts: enough hardware queues for every rank's stream. (A HIP
+    // runtime another library started earlier has already read it.)
+    let queues = work_queues::claim(QUEUES_VAR, QUEUES_DEFAULT, QUEUES_WANTED);
     // SAFETY: plain runtime calls with valid out-pointers; every symbol is present.
     unsafe {
         check("hipInit", hip::hipInit(0)).map_err(|e| e.to_string())?;
@@ -105,7 +117,10 @@ fn load_once() -> std::result::Result<Runtime, String> {
             hip::hipRuntimeGetVersion(&mut version),
         )
         .map_err(|e| e.to_string())?;
-        Ok(Runtime { version })
+        Ok(Runtime {
+            version,
+            work_queues: queues.for_context(false),
+        })
     }
 }
 

@@ -1,0 +1,420 @@
+//! `Ccl`: one rank's communicator: the barrier's signal buffer, the epochs, the launch
+//! shape every rank agreed on, and the wait limit.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use super::barrier;
+use super::element::{CclElement, KernelCall, KernelId};
+use super::residency::{self, Sharing};
+use crate::abi::KernelUnit;
+use crate::{BackendKind, Error, Iris, LaunchConfig, Result, SymmetricBuffer};
+
+/// Threads per block on GPUs.
+const GPU_BLOCK_THREADS: u32 = 256;
+
+/// Threads per block on the CPU backend (a block's threads run one after another).
+const CPU_BLOCK_THREADS: u32 = 64;
+
+/// 16-byte vectors each thread moves before another block is worth launching.
+const VECTORS_PER_THREAD: u64 = 4;
+
+/// Blocks per multiprocessor the collectives aim for across the ranks of a device (more
+/// does not move data faster; the residency bound may allow fewer).
+const PREFERRED_BLOCKS_PER_MULTIPROCESSOR: u64 = 2;
+
+/// The default wait limit: this fraction of the world's timeout, so that a device-side
+/// wait gives up (and names the missing rank) before the host's wait for the stream does.
+const WAIT_LIMIT_OF_TIMEOUT: f64 = 0.9;
+
+/// One rank's communicator: the symmetric signal buffer of the device-side barrier, the
+/// epoch counter, and the launch shape every rank agreed on.
+///
+/// Create it collectively ([`Ccl::new`] on every rank, in the same order as other
+/// symmetric allocations) and keep it for many collectives: creating one allocates
+/// symmetric memory and exchanges a few words between the ranks on the host; a collective
+/// afterwards is a single launch with no host round trip.
+pub struct Ccl<'ctx> {
+    iris: &'ctx Iris,
+    signals: SymmetricBuffer<'ctx, u64>,
+    epoch: Cell<u64>,
+    /// The kernel units this communicator has loaded (by address), see [`Ccl::preload`].
+    loaded: Cell<Vec<usize>>,
+    wait_limit: Duration,
+    /// Blocks per launch (barrier slots in use): agreed by every rank, at most what keeps
+    /// every rank's blocks resident (see `residency.rs`).
+    slots: Cell<u32>,
+    /// The smallest occupancy (blocks per multiprocessor) of every kernel loaded through
+    /// this communicator, at the block size it is launched with.
+    min_occupancy: Cell<u32>,
+    sharing: Sharing,
+    block_threads: u32,
+}
+
+impl<'ctx> Ccl<'ctx> {
+    /// The communicator of `iris`'s rank (collective: every rank calls it).
+    ///
+    /// Kernels that wait for each other across ranks must all be running at once, so
+    /// `new` makes sure they can be, for every rank on every device:
+    /// - more ranks of this process on a device than the device has hardware queues for
+    ///   their streams ([`DeviceInfo::work_queues`](crate::DeviceInfo::work_queues): 32 on
+    ///   CUDA unless `CUDA_DEVICE_MAX_CONNECTIONS` says otherwise) is an
+    ///   [`Error::DeviceOversubscribed`] on the ranks of that device, saying how many fit
+    ///   (and [`Error::PeerFailed`] on the others);
+    /// - blocks per launch are at most what keeps all ranks' blocks resident on their
+    ///   device at once: the smallest occupancy of the kernels loaded through the
+    ///   communicator (the driver's occupancy calculator) times the multiprocessors,
+    ///   divided by the ranks on the device; and at most two per multiprocessor across
+    ///   those ranks, 128 at most, the same on every rank. On the CPU backend a launch is
+    ///   one block (the ranks are threads already).
+    ///
+    /// Barrier waits give up after [`wait_limit`](Ccl::wait_limit): 90% of the world's
+    /// timeout (`IRIS_TIMEOUT`), so that the device gives up, and names the rank, before
+    /// the host's wait does.
+    pub fn new(iris: &'ctx Iris) -> Result<Self> {
+        // Nothing of this rank that could wait for a peer is running when the barrier
+        // loads (the exchange below makes it so on every rank).
+        iris.synchronize()?;
+        let world = iris.world_size();
+        let info = iris.device_info();
+        let cpu = info.backend == BackendKind::Cpu;
+        let sharing = Sharing::of(iris)?;
+        let threads = if cpu {
+            CPU_BLOCK_THREADS
+        } else {
+            GPU_BLOCK_THREADS.min(info.max_threads_per_block.max(1))
+        };
+        let preferred = if cpu {
+            // The ranks already keep the cores busy, and every block of a rank is one more
+            // thread waiting in the barriers.
+            1
+        } else {
+            (u64::from(info.multiprocessors.max(1)) * PREFERRED_BLOCKS_PER_MULTIPROCESSOR
+                / sharing.device as u64)
+                .max(1)
+        };
+        // Where the ranks of this device fit, every rank learns whether every other rank's
+        // do, so that all fail together instead of some waiting for the others.
+        let barrier_unit = &barrier::barrier_kernel::barrier::UNIT;
+        let fit = iris
+            .load(barrier_unit)
+            .and_then(|()| unit_occupancy(iris, barrier_unit, threads))
+            .and_then(|m| residency::check_fit(iris, sharing, m).map(|()| m));
+        let verdicts = iris.all_gather(u8::from(fit.is_err()))?;
+        let occupancy = fit?;
+        if let Some(peer) = verdicts.iter().position(|&failed| failed != 0) {
+            return Err(Error::PeerFailed {
+                rank: iris.rank(),
+                what: "Ccl::new".into(),
+                peer,
+                reason: "its device cannot run its ranks' waiting kernels at once".into(),
+            });
+        }
+        let resident = residency::resident_blocks(occupancy, info.multiprocessors, sharing.device);
+        let wish = [
+            preferred
+                .min(resident)
+                .min(u64::from(barrier::MAX_SLOTS))
+                .max(1),
+            u64::from(threads),
+        ];
+        let wishes = iris.all_gather(wish)?;
+        let slots = wishes.iter().map(|w| w[0]).min().unwrap_or(1).max(1) as u32;
+        let block_threads = wishes.iter().map(|w| w[1]).min().unwrap_or(1).max(1) as u32;
+        let signals =
+            iris.symmetric_zeros::<u64>(barrier::HEADER_WORDS + slots as usize * world)?;
+        let ccl = Self {
+            iris,
+            signals,
+            epoch: Cell::new(0),
+            loaded: Cell::new(vec![barrier_unit as *const KernelUnit as usize]),
+            wait_limit: iris.timeout().mul_f64(WAIT_LIMIT_OF_TIMEOUT),
+            slots: Cell::new(slots),
+            min_occupancy: Cell::new(occupancy),
+            sharing,
+            block_threads,
+        };
+        // Every rank has loaded the barrier before any rank launches it.
+        iris.host_barrier()?;
+        Ok(ccl)
+    }
+
+    /// Loads `unit` on this rank's device where no kernel that waits for another rank can
+    /// be running, and lowers the launch shape if its kernels fit fewer blocks per
+    /// multiprocessor than those loaded before (collective: every rank calls it for the
+    /// same units in the same order).
+    ///
+    /// Loading a module may wait for the device's running kernels (on CUDA it can), and a
+    /// kernel spinning at a barrier for a peer whose launch waits behind that load never
+    /// finishes. So every rank first waits for its queued work (which can all complete:
+    /// every rank has launched everything it queued before), meets the others, loads,
+    /// and exchanges the unit's occupancy. The collectives do this themselves the first
+    /// time this communicator launches each of their units; for your own kernels use
+    /// [`launch_config_for`](Ccl::launch_config_for), which calls it. Units already loaded
+    /// through this communicator cost nothing.
+    pub fn preload(&self, unit: &'static KernelUnit) -> Result<()> {
+        self.preload_at(unit, self.block_threads)
+    }
+
+    /// [`preload`](Ccl::preload) for kernels launched with `block_threads` threads a block.
+    fn preload_at(&self, unit: &'static KernelUnit, block_threads: u32) -> Result<()> {
+        let key = unit as *const KernelUnit as usize;
+        let mut loaded = self.loaded.take();
+        let result = if loaded.contains(&key) {
+            Ok(())
+        } else {
+            let outcome = self.load_collectively(unit, block_threads);
+            if outcome.is_ok() {
+                loaded.push(key);
+            }
+            outcome
+        };
+        self.loaded.set(loaded);
+        result
+    }
+
+    fn load_collectively(&self, unit: &'static KernelUnit, block_threads: u32) -> Result<()> {
+        self.iris.synchronize()?;
+        self.iris.host_barrier()?;
+        let occupancy = self
+            .iris
+            .load(unit)
+            .and_then(|()| unit_occupancy(self.iris, unit, block_threads));
+        // Every rank's answer, an error as 0: all ranks take the same smallest one.
+        let all = self.iris.all_gather(*occupancy.as_ref().unwrap_or(&0))?;
+        let smallest = occupancy?;
+        let agreed = all.iter().copied().min().unwrap_or(smallest);
+        if agreed == 0 {
+            let peer = all.iter().position(|&m| m == 0).unwrap_or(0);
+            return Err(Error::PeerFailed {
+                rank: self.rank(),
+                what: format!("loading kernel unit `{}`", unit.id),
+                peer,
+                reason: "its device fits no block of the unit's kernels".into(),
+            });
+        }
+        if agreed < self.min_occupancy.get() {
+            self.min_occupancy.set(agreed);
+            let info = self.iris.device_info();
+            let resident =
+                residency::resident_blocks(agreed, info.multiprocessors, self.sharing.device);
+            let wishes = self.iris.all_gather(resident)?;
+            let cap = wishes.iter().copied().min().unwrap_or(1).max(1);
+            let slots = u64::from(self.slots.get()).min(cap) as u32;
+            self.slots.set(slots);
+        }
+        Ok(())
+    }
+
+    /// The launch shape for a kernel of `unit` that meets the device barrier, launched with
+    /// `block_threads` threads a block (collective: every rank calls it, for the same units
+    /// in the same order, before the unit's first launch).
+    ///
+    /// Loads the unit as [`preload`](Ccl::preload) does and returns the most blocks that
+    /// keep every rank's blocks resident at once, given this kernel's occupancy and that
+    /// of every kernel loaded through the communicator before (at most
+    /// [`slots`](Ccl::slots), so that each block has a barrier slot). Launch with at most
+    /// that many blocks of `block_threads` threads: more could leave some rank's blocks
+    /// waiting for room while others spin waiting for them. The collectives launched
+    /// afterwards keep to the same bound.
+    pub fn launch_config_for(
+        &self,
+        unit: &'static KernelUnit,
+        block_threads: u32,
+    ) -> Result<LaunchConfig> {
+        let info = self.iris.device_info();
+        if block_threads == 0 || block_threads > info.max_threads_per_block {
+            return Err(Error::InvalidConfig(format!(
+                "launch_config_for `{}`: {block_threads} threads per block; the device takes 1 to {}",
+                unit.id, info.max_threads_per_block
+            )));
+        }
+        self.preload_at(unit, block_threads)?;
+        Ok(LaunchConfig::linear(self.slots.get(), block_threads))
+    }
+
+    /// The same communicator with barrier waits that give up after `limit` (at least a
+    /// microsecond). Every rank may choose its own; a shorter one finds a dead peer sooner
+    /// and is more likely to give up on a slow one. Keep it below the world's timeout, or
+    /// the host's wait may time out first (without naming the rank).
+    pub fn with_wait_limit(mut self, limit: Duration) -> Self {
+        self.wait_limit = limit.max(Duration::from_micros(1));
+        self
+    }
+
+    /// How long a barrier wait waits for a peer before it gives up.
+    pub fn wait_limit(&self) -> Duration {
+        self.wait_limit
+    }
+
+    /// [`wait_limit`](Ccl::wait_limit) in nanoseconds, as kernels take it (`timeout_ns`).
+    pub fn wait_limit_ns(&self) -> u64 {
+        u64::try_from(self.wait_limit.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The context this communicator launches on.
+    pub fn iris(&self) -> &'ctx Iris {
+        self.iris
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.iris.rank()
+    }
+
+    /// Ranks in the world.
+    pub fn world_size(&self) -> usize {
+        self.iris.world_size()
+    }
+
+    /// The barrier's signal buffer, to pass to kernels of a
+    /// [`kernels_with_barrier!`](super::kernels_with_barrier) module as their
+    /// `Symmetric<u64>` signals argument.
+    pub fn signals(&self) -> &SymmetricBuffer<'ctx, u64> {
+        &self.signals
+    }
+
+    /// Barrier slots: a kernel's barriers use slots `0..slots()` (one per block), and the
+    /// collectives launch at most this many blocks. It can only go down, when a unit with
+    /// a smaller occupancy is loaded.
+    pub fn slots(&self) -> u32 {
+        self.slots.get()
+    }
+
+    /// Threads per block of the collectives' launches.
+    pub fn block_threads(&self) -> u32 {
+        self.block_threads
+    }
+
+    /// Reserves `count` consecutive barrier epochs and returns the first, for a kernel that
+    /// meets `count` barriers per slot (the `i`-th uses `first + i`). Every rank must
+    /// reserve the same counts in the same order, interleaved the same way with the
+    /// collectives (which reserve two each).
+    pub fn reserve_epochs(&self, count: u64) -> u64 {
+        let first = self.epoch.get() + 1;
+        self.epoch.set(self.epoch.get() + count);
+        first
+    }
+
+    /// Enqueues a device-side barrier on this rank's stream (one thread, no host round
+    /// trip): work queued after it on any rank starts only after every rank's work queued
+    /// before it finished. Collective.
+    pub fn barrier(&self) -> Result<()> {
+        let epoch = self.reserve_epochs(1);
+        barrier::barrier_kernel::barrier::launch(
+            self.iris,
+            (1, 1),
+            &self.signals,
+            self.rank() as u32,
+            self.world_size() as u32,
+            epoch,
+            self.wait_limit_ns(),
+        )
+    }
+
+    /// Reports a barrier that gave up: reads this rank's copy of the signal buffer (after
+    /// the rank's queued work, as every read of device memory does).
+    ///
+    /// Returns [`Error::PeerFailed`] naming the rank that did not arrive. Once a barrier
+    /// gave up the ranks' epochs disagree, so the error is sticky: create a new [`Ccl`]
+    /// (on every rank) to go on.
+    pub fn check(&self) -> Result<()> {
+        let header = self.header()?;
+        if header[0] == 0 {
+            return Ok(());
+        }
+        Err(Error::PeerFailed {
+            rank: self.rank(),
+            what: format!(
+                "a device-side barrier (epoch {}, slot {})",
+                header[1], header[2]
+            ),
+            peer: (header[0] - 1) as usize,
+            reason: format!(
+                "did not arrive within {:?} (a rank stopped, or called other collectives)",
+                self.wait_limit
+            ),
+        })
+    }
+
+    /// The longest a barrier wait of this rank has taken so far (after the rank's queued
+    /// work): how close the waits came to [`wait_limit`](Ccl::wait_limit).
+    pub fn longest_wait(&self) -> Result<Duration> {
+        Ok(Duration::from_nanos(self.header()?[3]))
+    }
+
+    /// This rank's copy of the signal buffer's header.
+    fn header(&self) -> Result<[u64; barrier::HEADER_WORDS]> {
+        let mut header = [0u64; barrier::HEADER_WORDS];
+        let words = self.signals.to_vec()?;
+        header.copy_from_slice(&words[..barrier::HEADER_WORDS]);
+        Ok(header)
+    }
+
+    /// Waits for this rank's queued work (collectives included), then reports a barrier
+    /// that gave up, as [`check`](Ccl::check) does.
+    pub fn synchronize(&self) -> Result<()> {
+        self.iris.synchronize()?;
+        self.check()
+    }
+
+    /// The launch shape for a kernel whose threads stride over `elems` elements of
+    /// `elem_bytes` bytes, 16 bytes at a time.
+    fn config(&self, elems: u64, elem_bytes: usize) -> LaunchConfig {
+        let vectors = elems.saturating_mul(elem_bytes as u64).div_ceil(16).max(1);
+        let per_block = u64::from(self.block_threads) * VECTORS_PER_THREAD;
+        let blocks = vectors
+            .div_ceil(per_block)
+            .clamp(1, u64::from(self.slots.get()));
+        LaunchConfig::linear(blocks as u32, self.block_threads)
+    }
+
+    /// Launches `kernel` for `T`, its threads striding over `elems` elements.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn launch<T: CclElement>(
+        &self,
+        kernel: KernelId,
+        input: &SymmetricBuffer<'_, T>,
+        output: &SymmetricBuffer<'_, T>,
+        n: u64,
+        arg: u32,
+        elems: u64,
+    ) -> Result<()> {
+        self.preload(T::unit(kernel))?;
+        let epoch = self.reserve_epochs(2);
+        let call = KernelCall {
+            config: self.config(elems, std::mem::size_of::<T>()),
+            input,
+            output,
+            signals: &self.signals,
+            n,
+            arg,
+            me: self.rank() as u32,
+            world: self.world_size() as u32,
+            epoch,
+            timeout_ns: self.wait_limit_ns(),
+        };
+        T::launch(kernel, self.iris, &call)
+    }
+}
+
+/// The smallest occupancy of `unit`'s kernels on `iris`'s device at `block_threads`.
+fn unit_occupancy(iris: &Iris, unit: &'static KernelUnit, block_threads: u32) -> Result<u32> {
+    (0..unit.kernels.len())
+        .map(|k| iris.max_active_blocks_per_multiprocessor(unit, k, block_threads))
+        .try_fold(u32::MAX, |m, k| k.map(|k| m.min(k)))
+}
+
+impl std::fmt::Debug for Ccl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ccl")
+            .field("rank", &self.rank())
+            .field("world_size", &self.world_size())
+            .field("slots", &self.slots.get())
+            .field("min_occupancy", &self.min_occupancy.get())
+            .field("block_threads", &self.block_threads)
+            .field("wait_limit", &self.wait_limit)
+            .field("epoch", &self.epoch.get())
+            .finish_non_exhaustive()
+    }
+}
