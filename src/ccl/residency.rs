@@ -54,9 +54,12 @@ impl Sharing {
 }
 
 /// The most ranks of one process that can share a device with `work_queues` hardware
-/// queues: one queue each.
+/// queues: one queue each, and one for the context's own work. Measured on an H200 with
+/// `benches/residency_probe.rs` (200 back-to-back barriers, 5 rounds each): 8 ranks failed
+/// in 5 of 5 rounds with 1, 4 or 7 queues and in 1 of 5 with 8; none with 9 or 32; 7 ranks
+/// with 8 queues, and 16 with 32, never (`docs/residency.md`).
 pub(crate) fn ranks_per_queues(work_queues: u32) -> usize {
-    work_queues as usize
+    (work_queues as usize).saturating_sub(1).max(1)
 }
 
 /// Blocks per rank that keep every rank's blocks resident at once: `m * multiprocessors

@@ -1,12 +1,18 @@
-//! A device together with its module cache, shared by the ranks that run on it.
+//! A device together with its module cache, shared by the ranks that run on it and by
+//! every world of the process.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use iris_device::abi::KernelUnit;
 
 use super::{ModuleCache, ModuleRef};
-use crate::backend::{Device, DeviceInfo, Module};
+use crate::backend::{BackendKind, Device, DeviceInfo, Module};
 use crate::error::Result;
+use crate::sync::lock;
+
+/// The process's slots, one per device: a unit is loaded (on CUDA: JIT-compiled from PTX)
+/// once per device and process, not once per world.
+static SLOTS: Mutex<Vec<((BackendKind, usize), Arc<DeviceSlot>)>> = Mutex::new(Vec::new());
 
 /// One device of a world and the modules loaded on it.
 pub struct DeviceSlot {
@@ -21,6 +27,19 @@ impl DeviceSlot {
             device,
             modules: ModuleCache::new(),
         }
+    }
+
+    /// The process's slot of `device` (its backend's device of that ordinal), made on first
+    /// use: every world of the process shares its loaded modules.
+    pub fn of(device: Arc<dyn Device>) -> Arc<DeviceSlot> {
+        let key = (device.info().backend, device.info().ordinal);
+        let mut slots = lock(&SLOTS);
+        if let Some((_, slot)) = slots.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(slot);
+        }
+        let slot = Arc::new(DeviceSlot::new(device));
+        slots.push((key, Arc::clone(&slot)));
+        slot
     }
 
     /// The device.

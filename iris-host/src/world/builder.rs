@@ -246,7 +246,7 @@ impl World {
         }
         let used = count.min(ranks);
         let slots: Vec<Arc<DeviceSlot>> = (0..used)
-            .map(|d| backend.device(d).map(|dev| Arc::new(DeviceSlot::new(dev))))
+            .map(|d| backend.device(d).map(DeviceSlot::of))
             .collect::<Result<_>>()?;
         let mut access = vec![vec![false; used]; used];
         for (a, row) in access.iter_mut().enumerate() {

@@ -54,7 +54,7 @@ pub(super) fn setup(
         });
     }
     let ordinal = env.local_rank.unwrap_or(env.rank) % count;
-    let slot = Arc::new(DeviceSlot::new(backend.device(ordinal)?));
+    let slot = DeviceSlot::of(backend.device(ordinal)?);
     let rendezvous = Arc::new(ProcessRendezvous::join(
         job_id,
         env.rank,
