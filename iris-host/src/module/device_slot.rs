@@ -12,7 +12,10 @@ use crate::sync::lock;
 
 /// The process's slots, one per device: a unit is loaded (on CUDA: JIT-compiled from PTX)
 /// once per device and process, not once per world.
-static SLOTS: Mutex<Vec<((BackendKind, usize), Arc<DeviceSlot>)>> = Mutex::new(Vec::new());
+static SLOTS: Mutex<Vec<(DeviceKey, Arc<DeviceSlot>)>> = Mutex::new(Vec::new());
+
+/// A device of the process: its backend and ordinal.
+type DeviceKey = (BackendKind, usize);
 
 /// One device of a world and the modules loaded on it.
 pub struct DeviceSlot {
