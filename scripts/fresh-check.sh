@@ -4,7 +4,9 @@
 # ca-certificates), with this machine's Rust toolchain mounted read-only, an empty cargo
 # home, and a fresh clone of this repository's HEAD (committed work only). Prints each
 # command's result and time, and the total. Needs root (debootstrap, mounts, chroot) and the
-# network to Debian's archive, crates.io and PyPI.
+# network to Debian's archive, crates.io and PyPI. Certificates this machine's
+# administrator added (/usr/local/share/ca-certificates, say a proxy's) are trusted in the
+# root too, as on any machine of the same network; nothing else of this machine is.
 #
 # Usage: sudo scripts/fresh-check.sh [--cache DIR] [--recreate] [--keep]
 #
@@ -96,6 +98,11 @@ for fs in proc sys dev; do
     mounts+=("$root/$fs")
 done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || say "update-ca-certificates failed in the root"
+fi
 mkdir -p "$root$sysroot"
 mount --bind "$sysroot" "$root$sysroot"
 mount -o remount,bind,ro "$root$sysroot"
