@@ -107,7 +107,7 @@ if ! apt-cache show llvm-22-dev >/dev/null 2>&1; then
 setup: this distribution's archive ($distro) has no llvm-22-dev.
 Add the LLVM project's apt repository for your release, then run this script again:
 
-    wget -qO- https://apt.llvm.org/llvm-snapshot.gpg.key | sudo tee /etc/apt/trusted.gpg.d/apt.llvm.org.asc
+    curl -fsSL https://apt.llvm.org/llvm-snapshot.gpg.key | sudo tee /etc/apt/trusted.gpg.d/apt.llvm.org.asc
     echo "deb http://apt.llvm.org/${codename:-<codename>}/ llvm-toolchain-${codename:-<codename>}-22 main" | sudo tee /etc/apt/sources.list.d/llvm-22.list
 
 (apt.llvm.org's llvm.sh script, with the argument 22, does the same.) Or install LLVM 22
