@@ -24,7 +24,7 @@
 //! Prints a table; writes JSON to `--out`, else `$OUT/bench-iris.json`, else `./bench.json`.
 //! `--dump-ptx DIR` writes each kernel unit's `sm_90` PTX into `DIR` and exits.
 
-use iris::backend::{self, Device, MemoryKind, Stream};
+use iris::driver::{self as backend, Device, MemoryKind, Stream};
 use iris::prelude::*;
 use iris::{BackendKind, DevicePtr, Iris, LaunchConfig, World};
 use rand::Rng;

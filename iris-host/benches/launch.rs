@@ -13,7 +13,7 @@ mod common;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use iris_host::backend::{self, BackendKind, LaunchDims};
+use iris_host::driver::{self as backend, BackendKind, LaunchDims};
 use iris_host::{AsDevicePtr, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World};
 
 const BATCH: usize = 200;

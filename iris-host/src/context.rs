@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use iris_device::abi::KernelUnit;
 
-use crate::backend::{BackendKind, Device, DeviceInfo, LaunchDims, MemoryKind, Stream};
-use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
 use crate::memory::{byte_len, Buffer, Pod};
@@ -20,6 +18,8 @@ use crate::symmetric::{
     ShmemProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
 };
 use crate::world::{Contribution, Gather, WorldShared};
+use iris_driver::{BackendKind, Device, DeviceInfo, LaunchDims, MemoryKind, Stream};
+use iris_driver::{Error, Result};
 
 /// Every context gets a distinct id, so memory of one is never launched with another.
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use crate::backend;
 use crate::context::Iris;
-use crate::error::Result;
+use iris_driver as backend;
+use iris_driver::Result;
 
 /// A marker recorded in a rank's stream. The time between two events is the device time
 /// of the work queued between them.

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// How long ranks get between `SIGTERM` and `SIGKILL` once the job is being stopped.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);

@@ -10,10 +10,8 @@
 //! [`Iris::launch`]). The [`launcher`] module is the logic of the `iris-run` binary.
 #![warn(missing_docs)]
 
-pub mod backend;
 pub mod config;
 mod context;
-pub mod error;
 mod event;
 pub mod launch;
 pub mod launcher;
@@ -21,13 +19,12 @@ pub mod memory;
 pub mod module;
 mod peer_errors;
 pub mod symmetric;
-mod sync;
 pub mod world;
 
-pub use backend::{BackendKind, DeviceInfo};
 pub use context::Iris;
-pub use error::{Error, Result};
 pub use event::Event;
+pub use iris_driver as driver;
+pub use iris_driver::{BackendKind, DeviceInfo, Error, Result};
 pub use launch::{KernelArgs, LaunchConfig};
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
 pub use symmetric::{

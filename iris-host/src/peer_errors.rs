@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use iris_device::abi::peer_table::decode_error;
 
-use crate::backend::{Device, MemoryKind, Stream};
-use crate::error::{Error, Result};
+use iris_driver::{Device, MemoryKind, Stream};
+use iris_driver::{Error, Result};
 
 /// One context's error word on its device.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use common::*;
 use iris_device::prelude::f32x4;
-use iris_host::backend::{self, BackendKind};
+use iris_host::driver::{self as backend, BackendKind};
 use iris_host::module::ModuleCache;
 use iris_host::{AsDevicePtr, Iris, KernelArgs, LaunchConfig, Result, World};
 
@@ -170,7 +170,7 @@ fn modules_load_once_per_unit_and_device() {
     let b = cache.get_or_load(&*device, unit()).unwrap();
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(cache.len(), 1);
-    assert_eq!(a.target(), iris_host::backend::cpu::HOST_TRIPLE);
+    assert_eq!(a.target(), iris_host::driver::cpu::HOST_TRIPLE);
     // the launch path borrows the same module from the lock-free table
     let borrowed = cache.get_or_load_ref(&*device, unit()).unwrap();
     assert!(std::ptr::addr_eq(&*borrowed, Arc::as_ptr(&a)));
@@ -227,7 +227,7 @@ fn ranks_sharing_the_cpu_launch_concurrently() {
 
 #[test]
 fn direct_backend_use() {
-    use iris_host::backend::{LaunchDims, MemoryKind};
+    use iris_host::driver::{LaunchDims, MemoryKind};
     let backend = backend::open(BackendKind::Cpu).unwrap();
     assert_eq!(backend.kind(), BackendKind::Cpu);
     assert_eq!(backend.device_count(), 1);
@@ -235,7 +235,7 @@ fn direct_backend_use() {
     assert!(backend.can_access_peer(0, 0).unwrap());
     let device = backend.device(0).unwrap();
     let info = device.info();
-    assert_eq!(info.target, iris_host::backend::cpu::HOST_TRIPLE);
+    assert_eq!(info.target, iris_host::driver::cpu::HOST_TRIPLE);
     assert!(info.max_threads_per_block >= 1024);
     let stream = device.create_stream().unwrap();
     let module = device.load_module(unit()).unwrap();

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
-use iris_host::backend::cuda::{self, CudaModule, CudaStream};
-use iris_host::backend::{Backend, Device, LaunchDims, MemoryKind, Module, Stream};
+use iris_host::driver::cuda::{self, CudaModule, CudaStream};
+use iris_host::driver::{Backend, Device, LaunchDims, MemoryKind, Module, Stream};
 use iris_host::Error;
 
 const WAIT: Duration = Duration::from_secs(30);

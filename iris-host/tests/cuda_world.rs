@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
-use iris_host::backend::cuda::{self, CudaModule, CudaStream};
-use iris_host::backend::{BackendKind, LaunchDims};
+use iris_host::driver::cuda::{self, CudaModule, CudaStream};
+use iris_host::driver::{BackendKind, LaunchDims};
 use iris_host::{
     AsDevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World,
 };

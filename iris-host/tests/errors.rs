@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use iris_host::backend::{self, BackendKind};
+use iris_host::driver::{self as backend, BackendKind};
 use iris_host::symmetric::{PeerMask, SymmetricAddressMap};
 use iris_host::{DevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, World};
 
@@ -121,7 +121,7 @@ fn a_unit_without_a_code_object_for_the_device() {
                 ..
             } => {
                 assert_eq!(available, vec!["gfx942", "sm_90"]);
-                assert_eq!(device_target, iris_host::backend::cpu::HOST_TRIPLE);
+                assert_eq!(device_target, iris_host::driver::cpu::HOST_TRIPLE);
             }
             other => panic!("{other}"),
         },

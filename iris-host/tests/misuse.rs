@@ -25,8 +25,8 @@ use std::time::Instant;
 
 use common::*;
 use iris_device::abi::{CodeObject, KernelUnit, TargetKind};
-use iris_host::backend::cpu::HOST_TRIPLE;
-use iris_host::backend::BackendKind;
+use iris_host::driver::cpu::HOST_TRIPLE;
+use iris_host::driver::BackendKind;
 use iris_host::symmetric::{HeapAllocator, HeapError, HEAP_ALIGN};
 use iris_host::{
     Buffer, Error, Iris, KernelArgs, LaunchConfig, ProviderKind, Result, SymmetricBuffer, World,

@@ -19,7 +19,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
-use iris_host::backend::{BackendKind, MemoryKind};
+use iris_host::driver::{BackendKind, MemoryKind};
 use iris_host::{
     Error, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, Result, SymmetricBuffer, World,
 };

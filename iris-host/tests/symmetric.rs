@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use iris_host::backend::BackendKind;
+use iris_host::driver::BackendKind;
 use iris_host::symmetric::HEAP_ALIGN;
 use iris_host::{
     AsDevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World,

@@ -30,7 +30,7 @@ fn found_backends() -> Vec<BackendKind> {
     let mut kinds = vec![BackendKind::Cpu];
     let mut reasons = Vec::new();
     for kind in [BackendKind::Cuda, BackendKind::Hip] {
-        match iris::backend::open(kind) {
+        match iris::driver::open(kind) {
             Ok(_) => kinds.push(kind),
             Err(e) => reasons.push(format!("{kind}: {e}")),
         }

@@ -12,9 +12,9 @@ use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 use smallvec::SmallVec;
 
 use crate::context::Iris;
-use crate::error::{Error, Result};
 use crate::memory::{AsDevicePtr, Pod};
 use crate::symmetric::SymmetricBuffer;
+use iris_driver::{Error, Result};
 
 /// Slots (and 16-byte chunks of slot storage) held without allocating.
 pub(crate) const INLINE_SLOTS: usize = 32;

@@ -5,8 +5,8 @@ use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 
 use super::args::SlotKind;
 use super::{KernelArgs, LaunchConfig};
-use crate::backend::DeviceInfo;
-use crate::error::{Error, Result};
+use iris_driver::DeviceInfo;
+use iris_driver::{Error, Result};
 
 /// Checks a launch of kernel `kernel` of `unit` with `args` and `config` on a device
 /// described by `device`, from context `context`; returns the kernel's spec.

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use super::{as_bytes, as_bytes_mut, byte_len, AsDevicePtr, DevicePtr, Pod};
 use crate::context::Iris;
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// `len` elements of `T` in the device memory of one context, freed on drop (after the
 /// context's queued work has finished). An empty buffer allocates nothing and has the

@@ -4,7 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::context::Iris;
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// A device address of elements of type `T`, optionally tied to the context whose memory
 /// it points into.

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use iris_device::abi::KernelUnit;
 use once_cell::sync::OnceCell;
 
-use crate::backend::{Device, Module};
-use crate::error::Result;
-use crate::sync::lock;
+use iris_driver::sync::lock;
+use iris_driver::Result;
+use iris_driver::{Device, Module};
 
 /// A unit is identified by its address (two units that share an id by mistake never share
 /// a module; a unit is a `static`, so its address never changes).
@@ -176,7 +176,7 @@ impl std::fmt::Debug for ModuleCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{self, BackendKind};
+    use iris_driver::{self, BackendKind};
 
     static EMPTY: KernelUnit = KernelUnit {
         id: "cache_tests::empty",
@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_failed_load_is_neither_cached_nor_published() {
-        let Ok(device) = backend::open(BackendKind::Cpu).and_then(|b| b.device(0)) else {
+        let Ok(device) = iris_driver::open(BackendKind::Cpu).and_then(|b| b.device(0)) else {
             return;
         };
         let cache = ModuleCache::new();

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use iris_device::abi::KernelUnit;
 
 use super::{ModuleCache, ModuleRef};
-use crate::backend::{BackendKind, Device, DeviceInfo, Module};
-use crate::error::Result;
-use crate::sync::lock;
+use iris_driver::sync::lock;
+use iris_driver::Result;
+use iris_driver::{BackendKind, Device, DeviceInfo, Module};
 
 /// The process's slots, one per device: a unit is loaded (on CUDA: JIT-compiled from PTX)
 /// once per device and process, not once per world.

@@ -1,7 +1,7 @@
 //! `SymmetricAddressMap`: where every rank's copy of one symmetric allocation lives.
 
 use super::PeerMask;
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// One symmetric allocation as seen from one rank: its own copy (`base`, `bytes`), the
 /// device address of the table of every rank's base (one `u64` per rank, in this rank's

@@ -5,8 +5,8 @@ use std::marker::PhantomData;
 
 use super::{ProviderKind, SymmetricAddressMap};
 use crate::context::Iris;
-use crate::error::{Error, Result};
 use crate::memory::{as_bytes, as_bytes_mut, DevicePtr, Pod};
+use iris_driver::{Error, Result};
 
 /// `len` elements of `T` that every rank of the world holds a copy of, with the table of
 /// every rank's copy already in device memory. A kernel's `Symmetric<T>` parameter takes
@@ -171,9 +171,9 @@ impl<T: Pod> fmt::Debug for SymmetricBuffer<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::BackendKind;
     use crate::symmetric::PeerMask;
     use crate::World;
+    use iris_driver::BackendKind;
 
     #[test]
     fn a_peer_the_rank_cannot_reach_is_a_launch_error() {

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
-use crate::backend::Stream;
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
-use crate::sync::lock;
+use iris_driver::sync::lock;
+use iris_driver::Stream;
+use iris_driver::{Error, Result};
 
 /// Adopts symmetric memory that another system set up.
 pub struct ExternalProvider {

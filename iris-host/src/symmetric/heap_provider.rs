@@ -12,11 +12,11 @@ use super::{
     peer_table, AllocationRequest, HeapAllocator, HeapError, PeerMask, SymmetricAddressMap,
     SymmetricProvider,
 };
-use crate::backend::Stream;
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
-use crate::sync::lock;
 use crate::world::{Collective, Reader, Writer};
+use iris_driver::sync::lock;
+use iris_driver::Stream;
+use iris_driver::{Error, Result};
 
 /// One rank's heap as this process sees it: where it is mapped, on which device.
 #[derive(Clone, Debug)]

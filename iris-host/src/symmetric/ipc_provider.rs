@@ -11,11 +11,11 @@ use std::time::Duration;
 use super::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
-use crate::backend::{MemoryKind, Stream};
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
-use crate::sync::lock;
 use crate::world::{decode_status, encode_status, Collective, Reader, Writer};
+use iris_driver::sync::lock;
+use iris_driver::{Error, Result};
+use iris_driver::{MemoryKind, Stream};
 
 /// One live allocation: this rank's map, and the peers' copies it mapped.
 struct Allocation {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use iris_device::abi::peer_table::HEADER_BYTES;
 
-use crate::backend::{Device, MemoryKind, Stream};
-use crate::error::Result;
+use iris_driver::Result;
+use iris_driver::{Device, MemoryKind, Stream};
 
 /// The table's words: the header, then `bases`.
 fn table_words(bases: &[u64], error_word: u64) -> Vec<u64> {

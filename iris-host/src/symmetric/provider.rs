@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::SymmetricAddressMap;
-use crate::error::Result;
+use iris_driver::Result;
 
 /// What one rank asks of a collective symmetric allocation. Every rank of the world must
 /// ask for the same thing, in the same order.

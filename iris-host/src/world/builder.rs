@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use super::shared::{release_heaps, SharedHeap, WorldLayout};
 use super::{rank_env_from_process, Collective, RankEnv, Rendezvous, WorldShared};
-use crate::backend::{self, Backend, BackendKind, MemoryKind};
 use crate::config::timeout_from_env;
 use crate::context::Iris;
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use iris_driver::{Backend, BackendKind, MemoryKind};
+use iris_driver::{Error, Result};
 
 /// Bytes of each rank's symmetric heap unless [`World::heap_bytes`] says otherwise.
 pub const DEFAULT_HEAP_BYTES: usize = 256 << 20;
@@ -160,8 +160,8 @@ impl World {
             None => timeout_from_env()?,
         };
         let backend = match self.backend {
-            Some(kind) => backend::open(kind)?,
-            None => backend::open_default()?,
+            Some(kind) => iris_driver::open(kind)?,
+            None => iris_driver::open_default()?,
         };
         let ranks = match &self.ranks {
             Ranks::Threads(n) => *n,
@@ -322,7 +322,7 @@ where
             Err(err)
         }
         Err(panic) => {
-            let message = crate::error::panic_message(&*panic);
+            let message = iris_driver::error::panic_message(&*panic);
             shared
                 .collective
                 .poison(rank, format!("panicked: {message}"));

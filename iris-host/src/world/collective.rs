@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::wire::{Reader, Writer};
 use super::Rendezvous;
-use crate::error::{Error, Result};
 use crate::memory::Pod;
+use iris_driver::{Error, Result};
 
 /// What one rank contributed to an all-gather: bytes, and file descriptors (shared: every
 /// rank of a world of threads sees the same descriptors; a process receives its own

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// The launcher whose variables told this process its rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -12,10 +12,10 @@ use super::{
     decode_status, encode_status, Collective, ProcessRendezvous, RankEnv, Reader, WorldShared,
     Writer,
 };
-use crate::backend::{Backend, MemoryKind};
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use iris_driver::{Backend, MemoryKind};
+use iris_driver::{Error, Result};
 
 /// The shared state of this process's rank of the job `env` describes.
 pub(super) fn setup(

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use super::collective::{Collective, Contribution};
 use super::socket::{self, Conn, Frame, Kind, WireError, MAX_FDS};
 use super::wire::{Reader, Writer};
-use crate::error::{Error, Result};
-use crate::sync::{deadline, lock};
+use iris_driver::sync::{deadline, lock};
+use iris_driver::{Error, Result};
 
 /// How long a rank waits for the hub beyond the timeout.
 fn grace(timeout: Duration) -> Duration {

@@ -10,8 +10,8 @@ use std::any::Any;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::sync::{deadline, lock, wait_until};
+use iris_driver::sync::{deadline, lock, wait_until};
+use iris_driver::{Error, Result};
 
 type Value = Box<dyn Any + Send + Sync>;
 

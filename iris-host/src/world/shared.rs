@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Collective;
-use crate::backend::Backend;
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use iris_driver::Backend;
 
 /// Heap memory this process allocated or mapped, released when the world ends.
 pub(crate) struct SharedHeap {

@@ -2,7 +2,7 @@
 //! strings and byte strings. Decoding never panics: a short or malformed message is an
 //! [`Error::Protocol`].
 
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// Appends values to a message.
 #[derive(Debug, Default)]

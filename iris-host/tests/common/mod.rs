@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
-use iris_host::backend::cpu::HOST_TRIPLE;
+use iris_host::driver::cpu::HOST_TRIPLE;
 
 const SOURCE: &str = include_str!("kernels.c");
 

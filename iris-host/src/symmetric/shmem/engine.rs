@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::backend::BackendKind;
+use iris_driver::BackendKind;
 
 /// A SHMEM library: it owns the heap, the bootstrap and the network; iris reads the
 /// per-peer pointers it hands out.

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::engine::ShmemEngine;
-use crate::error::{Error, Result};
+use iris_driver::{Error, Result};
 
 /// Where to look for an engine's host library. [`from_env`](LibrarySearch::from_env)
 /// reads the environment; tests build one by hand.

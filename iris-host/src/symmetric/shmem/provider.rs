@@ -10,14 +10,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::engine::ShmemEngine;
 use super::library::LibrarySearch;
 use super::runtime::{runtime, ShmemBootstrap, ShmemRuntime};
-use crate::backend::Stream;
-use crate::error::{Error, Result};
 use crate::module::DeviceSlot;
 use crate::symmetric::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
-use crate::sync::lock;
 use crate::world::{Collective, Reader, Writer};
+use iris_driver::sync::lock;
+use iris_driver::Stream;
+use iris_driver::{Error, Result};
 
 /// Symmetric memory from a SHMEM engine (NVSHMEM on `cuda`, rocSHMEM on `hip`).
 ///

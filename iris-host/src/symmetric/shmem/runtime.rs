@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use super::engine::ShmemEngine;
 use super::library::{load, LibrarySearch, ShmemLibrary};
-use crate::error::{Error, Result};
 use crate::world::{decode_status, encode_status, Collective, Reader, Writer};
+use iris_driver::{Error, Result};
 
 /// How the engine's PEs find each other.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -118,7 +118,7 @@ pub(crate) fn runtime(
     search: &LibrarySearch,
     collective: &dyn Collective,
 ) -> Result<Arc<ShmemRuntime>> {
-    let mut runtimes = crate::sync::lock(&RUNTIMES);
+    let mut runtimes = iris_driver::sync::lock(&RUNTIMES);
     if let Some(rt) = runtimes.iter().find(|rt| rt.library.engine == engine) {
         return if rt.finalized.load(Ordering::Acquire) {
             Err(Error::ShmemUnavailable {

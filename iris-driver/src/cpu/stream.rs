@@ -1,0 +1,152 @@
+//! A CPU stream: a thread that runs queued work in order.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::event::CpuEvent;
+use crate::error::{panic_message, Error, Result};
+use crate::sync::{deadline, lock, wait_until};
+use crate::{downcast, BackendKind, Event, Stream};
+
+/// One unit of queued work; an `Err` is reported by the next `synchronize`.
+pub(crate) type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+#[derive(Debug, Default)]
+struct Progress {
+    queued: u64,
+    done: u64,
+    error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    progress: Mutex<Progress>,
+    cv: Condvar,
+}
+
+/// An ordered queue of work, run by its own thread.
+#[derive(Debug)]
+pub(crate) struct CpuStream {
+    shared: Arc<Shared>,
+    sender: Mutex<Option<Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CpuStream {
+    /// Starts the stream's thread.
+    pub(crate) fn new() -> Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let (sender, receiver) = channel::<Job>();
+        let worker = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("iris-cpu-stream".into())
+            .spawn(move || {
+                for job in receiver {
+                    let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|panic| {
+                        Err(format!("queued work panicked: {}", panic_message(&*panic)))
+                    });
+                    let mut p = lock(&worker.progress);
+                    p.done += 1;
+                    if let Err(message) = outcome {
+                        p.error.get_or_insert(message);
+                    }
+                    drop(p);
+                    worker.cv.notify_all();
+                }
+            })
+            .map_err(|source| Error::Io {
+                what: "starting a CPU stream thread".into(),
+                source,
+            })?;
+        Ok(Self {
+            shared,
+            sender: Mutex::new(Some(sender)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues `job` after all work queued so far.
+    pub(crate) fn submit(&self, job: Job) -> Result<()> {
+        let sender = lock(&self.sender);
+        let Some(sender) = sender.as_ref() else {
+            return Err(stream_error("the stream is shut down"));
+        };
+        lock(&self.shared.progress).queued += 1;
+        if sender.send(job).is_err() {
+            let mut p = lock(&self.shared.progress);
+            p.queued -= 1;
+            return Err(stream_error("the stream's thread has stopped"));
+        }
+        Ok(())
+    }
+
+    fn is_idle(&self) -> bool {
+        let p = lock(&self.shared.progress);
+        p.done == p.queued
+    }
+}
+
+impl Stream for CpuStream {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn synchronize(&self, timeout: Duration) -> Result<()> {
+        let guard = lock(&self.shared.progress);
+        let (mut p, finished) = wait_until(&self.shared.cv, guard, deadline(timeout), |p| {
+            p.done == p.queued
+        });
+        if !finished {
+            return Err(Error::Timeout {
+                rank: None,
+                what: format!(
+                    "CPU stream synchronize ({} queued launch(es) still running)",
+                    p.queued - p.done
+                ),
+                waited: timeout,
+                missing: Vec::new(),
+            });
+        }
+        match p.error.take() {
+            Some(message) => Err(stream_error(&message)),
+            None => Ok(()),
+        }
+    }
+
+    fn record(&self, event: &dyn Event) -> Result<()> {
+        let event = downcast::<CpuEvent>(event.as_any(), BackendKind::Cpu, "event")?;
+        let mark = event.arm();
+        self.submit(Box::new(move || {
+            mark.complete();
+            Ok(())
+        }))
+    }
+}
+
+impl Drop for CpuStream {
+    fn drop(&mut self) {
+        lock(&self.sender).take();
+        let thread = lock(&self.thread).take();
+        if let Some(thread) = thread {
+            if self.is_idle() {
+                let _ = thread.join();
+            } else {
+                // Work still runs (a kernel that never finished): leave its thread be
+                // rather than hang the caller.
+                tracing::warn!("dropping a CPU stream whose work has not finished");
+            }
+        }
+    }
+}
+
+fn stream_error(message: &str) -> Error {
+    Error::Driver {
+        backend: BackendKind::Cpu,
+        call: "stream",
+        message: message.to_string(),
+    }
+}
