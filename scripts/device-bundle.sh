@@ -14,7 +14,7 @@
 #                 the bench profile)
 #   --append      keep what .device-bundle/ already holds
 #
-# Example: scripts/device-bundle.sh --release -p iris-host test:cuda_backend lib
+# Example: scripts/device-bundle.sh --release -p iris-driver test:cuda_backend lib
 #
 # IRIS_BUNDLE_DIR names another bundle folder (default: .device-bundle).
 # Cargo's own environment applies (CARGO_TARGET_DIR, CARGO_BUILD_JOBS, ...). What travels to

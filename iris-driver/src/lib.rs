@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod gpu;
 pub mod hip;
 pub mod kind;
 mod open;

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, CUresult};
 
-use super::device::CudaDevice;
+use super::api::CudaDevice;
 use super::driver::{check, load};
 use super::info::device_handle;
 use crate::error::{Error, Result};
@@ -114,7 +114,7 @@ impl Backend for CudaBackend {
         let owner = self.cuda_device(to)?;
         accessor.make_current()?;
         // SAFETY: both contexts are retained; flags must be 0.
-        match unsafe { sys::cuCtxEnablePeerAccess(owner.context().raw, 0) } {
+        match unsafe { sys::cuCtxEnablePeerAccess(owner.raw_context(), 0) } {
             CUresult::CUDA_SUCCESS | CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
             r => check("cuCtxEnablePeerAccess", r),
         }

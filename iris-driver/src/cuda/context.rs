@@ -7,7 +7,8 @@ use crate::error::Result;
 
 /// A retained primary context. Streams, events and modules hold it (through an `Arc`) so
 /// that it outlives them; it is released when the last of them goes.
-pub(super) struct PrimaryContext {
+pub struct PrimaryContext {
+    pub(super) ordinal: usize,
     pub(super) device: CUdevice,
     pub(super) raw: CUcontext,
 }
@@ -21,13 +22,17 @@ unsafe impl Sync for PrimaryContext {}
 impl PrimaryContext {
     /// Retains the primary context of `device` (the one the runtime API and other
     /// libraries of the process share).
-    pub(super) fn retain(device: CUdevice) -> Result<PrimaryContext> {
+    pub(super) fn retain(ordinal: usize, device: CUdevice) -> Result<PrimaryContext> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: a valid device handle and out-pointer.
         check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut raw, device)
         })?;
-        Ok(PrimaryContext { device, raw })
+        Ok(PrimaryContext {
+            ordinal,
+            device,
+            raw,
+        })
     }
 
     /// Makes the context current on the calling thread (ranks are threads; each call may

@@ -12,23 +12,19 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::Backend;
 
+mod api;
 mod backend;
 mod context;
-mod device;
 mod driver;
 mod info;
-mod memory;
 mod module;
 mod shared;
-mod stream;
 pub mod target;
-mod wait;
 
+pub use api::{Cuda, CudaDevice, CudaEvent, CudaModule, CudaStream};
 pub use backend::CudaBackend;
-pub use device::CudaDevice;
-pub use module::CudaModule;
+pub use context::PrimaryContext;
 pub use shared::{SharedApi, IPC_HANDLE_BYTES};
-pub use stream::{CudaEvent, CudaStream};
 
 /// Opens the CUDA backend: loads the driver and finds the devices.
 pub fn open() -> Result<Arc<dyn Backend>> {

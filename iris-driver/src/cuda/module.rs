@@ -1,100 +1,41 @@
 //! Loading a kernel unit's PTX into a context and resolving its kernels.
 
-use std::any::Any;
 use std::borrow::Cow;
-use std::ffi::{c_void, CString};
-use std::sync::{Arc, OnceLock};
+use std::ffi::c_void;
+use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUfunction, CUjit_option, CUmodule, CUresult};
-use iris_device::abi::KernelUnit;
+use iris_device::abi::{CodeObject, KernelUnit};
 
 use super::context::PrimaryContext;
-use super::driver::{check, describe};
+use super::driver::describe;
 use super::target::select_ptx;
 use crate::error::{Error, Result};
-use crate::Module;
 
 /// Bytes kept of the JIT compiler's error log.
 const LOG_BYTES: usize = 16 * 1024;
 
-/// A kernel unit's PTX loaded on one device, with one function per kernel of the unit.
-pub struct CudaModule {
-    ctx: Arc<PrimaryContext>,
-    raw: CUmodule,
+/// Loads the PTX of `unit` that fits a device of compute capability `major.minor` into
+/// `ctx`, with the JIT's error log in the error.
+pub(super) fn load_ptx(
+    ctx: &PrimaryContext,
     unit: &'static KernelUnit,
-    target: &'static str,
-    functions: Vec<CUfunction>,
-}
-
-// SAFETY: module and function handles may be used from any thread that makes their context
-// current, which every user does first.
-unsafe impl Send for CudaModule {}
-// SAFETY: as above; the handles are never mutated.
-unsafe impl Sync for CudaModule {}
-
-impl CudaModule {
-    /// Loads the PTX of `unit` that fits a device of compute capability `major.minor`.
-    pub(super) fn load(
-        ctx: Arc<PrimaryContext>,
-        unit: &'static KernelUnit,
-        capability: (u32, u32),
-    ) -> Result<CudaModule> {
-        let object = select_ptx(unit, capability.0, capability.1)?;
-        let _span =
-            tracing::debug_span!("load_module", unit = unit.id, target = object.target).entered();
-        let load_error = |reason: String| Error::ModuleLoad {
-            unit: unit.id,
-            target: object.target,
-            reason,
-        };
-        let ptx: Cow<[u8]> = match object.bytes.last() {
-            Some(0) => Cow::Borrowed(object.bytes),
-            _ => Cow::Owned([object.bytes, b"\0"].concat()),
-        };
-        ctx.make_current()?;
-        let raw = load_data(&ptx).map_err(load_error)?;
-        let mut module = CudaModule {
-            ctx,
-            raw,
-            unit,
-            target: object.target,
-            functions: Vec::with_capacity(unit.kernels.len()),
-        };
-        for kernel in unit.kernels {
-            let name = CString::new(kernel.name)
-                .map_err(|_| load_error(format!("kernel name {:?} holds a NUL", kernel.name)))?;
-            let mut function = std::ptr::null_mut();
-            // SAFETY: a live module, a NUL-terminated name and a valid out-pointer.
-            let r = unsafe { sys::cuModuleGetFunction(&mut function, raw, name.as_ptr()) };
-            if r != CUresult::CUDA_SUCCESS {
-                return Err(load_error(format!(
-                    "kernel `{}` is not in the PTX: {}",
-                    kernel.name,
-                    describe(r)
-                )));
-            }
-            load_now(function).map_err(load_error)?;
-            module.functions.push(function);
-        }
-        Ok(module)
-    }
-
-    /// The function of kernel `index` of the unit.
-    pub fn function(&self, index: usize) -> Result<CUfunction> {
-        self.functions
-            .get(index)
-            .copied()
-            .ok_or(Error::NoSuchKernel {
-                unit: self.unit.id,
-                index,
-                count: self.functions.len(),
-            })
-    }
-
-    /// The context the module was loaded into.
-    pub(super) fn context(&self) -> &PrimaryContext {
-        &self.ctx
-    }
+    capability: (u32, u32),
+) -> Result<(CUmodule, &'static CodeObject, Vec<u64>)> {
+    let object = select_ptx(unit, capability.0, capability.1)?;
+    let _span =
+        tracing::debug_span!("load_module", unit = unit.id, target = object.target).entered();
+    let ptx: Cow<[u8]> = match object.bytes.last() {
+        Some(0) => Cow::Borrowed(object.bytes),
+        _ => Cow::Owned([object.bytes, b"\0"].concat()),
+    };
+    ctx.make_current()?;
+    let raw = load_data(&ptx).map_err(|reason| Error::ModuleLoad {
+        unit: unit.id,
+        target: object.target,
+        reason,
+    })?;
+    Ok((raw, object, Vec::new()))
 }
 
 /// Loads `function` onto the device now. With the driver's lazy loading (the default since
@@ -104,7 +45,7 @@ impl CudaModule {
 /// its module loads (a moment every rank reaches without waiting kernels, see
 /// `Ccl::preload`) takes the load off the launch path. Drivers before CUDA 12.4 have no
 /// `cuFuncLoad`; there nothing is done here.
-fn load_now(function: CUfunction) -> std::result::Result<(), String> {
+pub(super) fn load_now(function: CUfunction) -> std::result::Result<(), String> {
     static HAS_FUNC_LOAD: OnceLock<bool> = OnceLock::new();
     if !*HAS_FUNC_LOAD.get_or_init(|| super::driver::has_symbols(&["cuFuncLoad"])) {
         return Ok(());
@@ -149,31 +90,4 @@ fn load_data(ptx: &[u8]) -> std::result::Result<CUmodule, String> {
     } else {
         format!("{}: {}", describe(r), text.trim())
     })
-}
-
-impl Drop for CudaModule {
-    fn drop(&mut self) {
-        let r = self.ctx.make_current().and_then(|()| {
-            // SAFETY: the module is not used after this; its owner drops it only once the
-            // launches of its kernels have completed.
-            check("cuModuleUnload", unsafe { sys::cuModuleUnload(self.raw) })
-        });
-        if let Err(err) = r {
-            tracing::warn!(%err, "unloading a CUDA module failed");
-        }
-    }
-}
-
-impl Module for CudaModule {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn unit(&self) -> &'static KernelUnit {
-        self.unit
-    }
-
-    fn target(&self) -> &'static str {
-        self.target
-    }
 }

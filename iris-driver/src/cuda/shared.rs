@@ -27,11 +27,14 @@ use cudarc::driver::sys::{
 };
 use rustix::fs::{FileType, MemfdFlags};
 
+use super::api::Cuda;
 use super::context::PrimaryContext;
 use super::driver::{check, describe, has_symbols};
 use crate::error::{Error, Result};
+use crate::gpu::GpuApi;
 use crate::sync::lock;
 use crate::BackendKind;
+use crate::MemoryKind;
 
 /// Driver calls of the virtual-memory path.
 const VMM_SYMBOLS: &[&str] = &[
@@ -289,7 +292,15 @@ impl SharedMemory {
             }
             SharedApi::Ipc => {
                 self.require_ipc(ctx, "cuIpcGetMemHandle")?;
-                let addr = super::memory::alloc(ctx, ordinal, bytes)?;
+                ctx.make_current()?;
+                // SAFETY: the context is current.
+                let addr = unsafe { <Cuda as GpuApi>::mem_alloc(bytes.max(1), MemoryKind::Device) }
+                    .map_err(|reason| Error::OutOfMemory {
+                        backend: BackendKind::Cuda,
+                        ordinal,
+                        bytes,
+                        reason,
+                    })?;
                 lock(&self.mappings).insert(addr, Mapping::IpcOwned { aliases: 0 });
                 Ok(addr)
             }
@@ -506,7 +517,9 @@ impl SharedMemory {
                 unmap.and(free).and(release)
             }
             // SAFETY: per the caller.
-            Mapping::IpcOwned { .. } => unsafe { super::memory::free(ctx, addr) },
+            Mapping::IpcOwned { .. } => ctx
+                .make_current()
+                .and_then(|()| unsafe { <Cuda as GpuApi>::mem_free(addr) }),
             // SAFETY: per the caller; the address came from `cuIpcOpenMemHandle`.
             Mapping::IpcOpened => check("cuIpcCloseMemHandle", unsafe {
                 sys::cuIpcCloseMemHandle(addr)

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use cubecl_hip_sys as hip;
 
-use super::device::HipDevice;
+use super::api::HipDevice;
 use super::runtime::{check, load, set_device};
 use crate::error::{Error, Result};
 use crate::sync::lock;

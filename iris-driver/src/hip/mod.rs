@@ -13,21 +13,16 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::Backend;
 
+mod api;
 mod backend;
-mod device;
 mod info;
-mod memory;
 mod module;
 mod runtime;
 mod shared;
-mod stream;
 pub mod target;
-mod wait;
 
+pub use api::{Hip, HipDevice, HipEvent, HipModule, HipStream};
 pub use backend::HipBackend;
-pub use device::HipDevice;
-pub use module::HipModule;
-pub use stream::{HipEvent, HipStream};
 
 /// Opens the HIP backend: loads the runtime and finds the devices.
 pub fn open() -> Result<Arc<dyn Backend>> {

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
-use iris_host::driver::cuda::{self, CudaModule, CudaStream};
-use iris_host::driver::{Backend, Device, LaunchDims, MemoryKind, Module, Stream};
-use iris_host::Error;
+use iris_driver::cuda::{self, CudaModule, CudaStream};
+use iris_driver::Error;
+use iris_driver::{Backend, Device, LaunchDims, MemoryKind, Module, Stream};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -20,8 +20,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iris_host::driver::cuda::{self, CudaDevice, SharedApi, IPC_HANDLE_BYTES};
-use iris_host::driver::{Device, MemoryKind, Stream};
+use iris_driver::cuda::{self, CudaDevice, SharedApi, IPC_HANDLE_BYTES};
+use iris_driver::{Device, MemoryKind, Stream};
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,

@@ -1,0 +1,364 @@
+//! The CUDA driver API as the generic GPU device's function table ([`GpuApi`]), and the
+//! CUDA-only calls of a [`CudaDevice`].
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{
+    self, CUevent, CUevent_flags, CUfunction, CUmodule, CUresult, CUstream, CUstream_flags,
+};
+use std::ffi::CStr;
+
+use iris_device::abi::{CodeObject, KernelUnit};
+
+use super::context::PrimaryContext;
+use super::driver::{check, describe, error, load};
+use super::info::{device_handle, query};
+use super::module::{load_now, load_ptx};
+use super::shared::{SharedApi, SharedMemory, IPC_HANDLE_BYTES};
+use crate::error::{Error, Result};
+use crate::gpu::{GpuApi, GpuDevice, GpuEvent, GpuModule, GpuStream, Query};
+use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind};
+
+/// An NVIDIA GPU: its compute capability and its shared-memory support.
+pub struct Cuda {
+    capability: (u32, u32),
+    shared: SharedMemory,
+}
+
+/// A CUDA device, driven through its primary context, made current on the calling thread
+/// before every call.
+pub type CudaDevice = GpuDevice<Cuda>;
+/// A non-blocking CUDA stream of one device's primary context.
+pub type CudaStream = GpuStream<Cuda>;
+/// A CUDA event with timing enabled.
+pub type CudaEvent = GpuEvent<Cuda>;
+/// A kernel unit's PTX loaded on one device, with one function per kernel of the unit.
+pub type CudaModule = GpuModule<Cuda>;
+
+/// `Done`, `NotReady` or the error of a query.
+fn query_result(call: &'static str, r: CUresult) -> Query {
+    match r {
+        CUresult::CUDA_SUCCESS => Query::Done,
+        CUresult::CUDA_ERROR_NOT_READY => Query::NotReady,
+        other => Query::Failed(error(call, other)),
+    }
+}
+
+impl crate::gpu::Sealed for Cuda {}
+
+impl GpuApi for Cuda {
+    const KIND: BackendKind = BackendKind::Cuda;
+    type Context = Arc<PrimaryContext>;
+    type Stream = CUstream;
+    type Event = CUevent;
+    type Module = CUmodule;
+    type Function = CUfunction;
+
+    fn open(ordinal: usize) -> Result<(Self, Self::Context, DeviceInfo)> {
+        let handle = device_handle(ordinal)?;
+        let (info, capability) = query(ordinal, handle)?;
+        let ctx = Arc::new(PrimaryContext::retain(ordinal, handle)?);
+        let api = Cuda {
+            capability,
+            shared: SharedMemory::new(),
+        };
+        Ok((api, ctx, info))
+    }
+
+    fn make_current(ctx: &Self::Context) -> Result<()> {
+        ctx.make_current()
+    }
+
+    fn context_id(ctx: &Self::Context) -> u64 {
+        ctx.id()
+    }
+
+    fn ordinal(ctx: &Self::Context) -> usize {
+        ctx.ordinal
+    }
+
+    unsafe fn stream_create() -> Result<CUstream> {
+        let mut raw = std::ptr::null_mut();
+        let flags = CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: a valid out-pointer, with the context current (the caller's promise).
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(&mut raw, flags)
+        })?;
+        Ok(raw)
+    }
+
+    unsafe fn stream_destroy(stream: CUstream) -> Result<()> {
+        // SAFETY: a live stream (the caller's promise).
+        check("cuStreamDestroy_v2", unsafe {
+            sys::cuStreamDestroy_v2(stream)
+        })
+    }
+
+    unsafe fn stream_query(stream: CUstream) -> Query {
+        // SAFETY: a live stream.
+        query_result("cuStreamQuery", unsafe { sys::cuStreamQuery(stream) })
+    }
+
+    unsafe fn event_create() -> Result<CUevent> {
+        let mut raw = std::ptr::null_mut();
+        let flags = CUevent_flags::CU_EVENT_DEFAULT as u32;
+        // SAFETY: a valid out-pointer, with the context current.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, flags)
+        })?;
+        Ok(raw)
+    }
+
+    unsafe fn event_destroy(event: CUevent) -> Result<()> {
+        // SAFETY: a live event.
+        check("cuEventDestroy_v2", unsafe {
+            sys::cuEventDestroy_v2(event)
+        })
+    }
+
+    unsafe fn event_record(event: CUevent, stream: CUstream) -> Result<()> {
+        // SAFETY: live handles.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(event, stream)
+        })
+    }
+
+    unsafe fn event_query(event: CUevent) -> Query {
+        // SAFETY: a live event.
+        query_result("cuEventQuery", unsafe { sys::cuEventQuery(event) })
+    }
+
+    unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
+        let driver = load()?;
+        let mut ms = 0.0f32;
+        // SAFETY: live events; the driver checks that they were recorded.
+        let r = unsafe { (driver.elapsed_time)(&mut ms, start, end) };
+        check("cuEventElapsedTime", r).map(|()| ms)
+    }
+
+    /// Plain `cuMemAlloc` memory serves both kinds: peers reach it through peer access,
+    /// other processes through IPC handles (never the stream-ordered pool, whose memory
+    /// cannot be exported).
+    unsafe fn mem_alloc(bytes: usize, _kind: MemoryKind) -> std::result::Result<u64, String> {
+        let mut addr = 0;
+        // SAFETY: a valid out-pointer, with the context current.
+        match unsafe { sys::cuMemAlloc_v2(&mut addr, bytes) } {
+            CUresult::CUDA_SUCCESS => Ok(addr),
+            r => Err(describe(r)),
+        }
+    }
+
+    unsafe fn mem_free(addr: u64) -> Result<()> {
+        // SAFETY: an allocation of `mem_alloc` (the caller's promise).
+        check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) })
+    }
+
+    unsafe fn memcpy_htod_async(
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: CUstream,
+    ) -> Result<()> {
+        // SAFETY: the caller vouches for both ranges until the copy completes.
+        check("cuMemcpyHtoDAsync_v2", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream)
+        })
+    }
+
+    unsafe fn memcpy_dtoh_async(
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: CUstream,
+    ) -> Result<()> {
+        // SAFETY: as above.
+        check("cuMemcpyDtoHAsync_v2", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream)
+        })
+    }
+
+    unsafe fn memcpy_dtod_async(dst: u64, src: u64, bytes: usize, stream: CUstream) -> Result<()> {
+        // SAFETY: as above.
+        check("cuMemcpyDtoDAsync_v2", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream)
+        })
+    }
+
+    unsafe fn memset_async(dst: u64, value: u8, bytes: usize, stream: CUstream) -> Result<()> {
+        // SAFETY: as above.
+        check("cuMemsetD8Async", unsafe {
+            sys::cuMemsetD8Async(dst, value, bytes, stream)
+        })
+    }
+
+    fn load_code_object(
+        &self,
+        ctx: &Self::Context,
+        unit: &'static KernelUnit,
+    ) -> Result<(CUmodule, &'static CodeObject, Vec<u64>)> {
+        load_ptx(ctx, unit, self.capability)
+    }
+
+    unsafe fn module_function(
+        module: CUmodule,
+        name: &CStr,
+    ) -> std::result::Result<CUfunction, String> {
+        let mut function = std::ptr::null_mut();
+        // SAFETY: a live module, a NUL-terminated name and a valid out-pointer.
+        match unsafe { sys::cuModuleGetFunction(&mut function, module, name.as_ptr()) } {
+            CUresult::CUDA_SUCCESS => Ok(function),
+            r => Err(describe(r)),
+        }
+    }
+
+    /// Loads every kernel when its module loads: see [`load_now`].
+    unsafe fn prepare_function(function: CUfunction) -> std::result::Result<(), String> {
+        load_now(function)
+    }
+
+    unsafe fn module_unload(module: CUmodule) -> Result<()> {
+        // SAFETY: a live module whose launches have completed (the caller's promise).
+        check("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })
+    }
+
+    unsafe fn launch(
+        function: CUfunction,
+        dims: LaunchDims,
+        stream: CUstream,
+        params: *mut *mut core::ffi::c_void,
+    ) -> Result<()> {
+        let [gx, gy, gz] = dims.grid;
+        let [bx, by, bz] = dims.block;
+        // SAFETY: the caller vouches for the function, the stream, the dimensions and the
+        // argument slots, which the driver copies during the call.
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                function,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                dims.dynamic_shared_bytes,
+                stream,
+                params,
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    unsafe fn max_active_blocks(
+        function: CUfunction,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        let mut blocks = 0;
+        // SAFETY: a live function and a valid out-pointer.
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function,
+                i32::try_from(block_threads).unwrap_or(i32::MAX),
+                dynamic_shared_bytes as usize,
+            )
+        })?;
+        Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
+    /// Uses [`CudaDevice::shared_api`]; when `cuMemCreate` fails for a reason other than
+    /// memory (a driver or container without file-descriptor export), falls back to the
+    /// legacy IPC API if the driver has it. CUDA memory is coherent for peers either way:
+    /// the kind changes nothing.
+    fn alloc_exportable(
+        &self,
+        ctx: &Self::Context,
+        info: &DeviceInfo,
+        bytes: usize,
+        _kind: MemoryKind,
+    ) -> Result<u64> {
+        match self.shared.default_api(ctx)? {
+            SharedApi::Vmm => match self.shared.alloc(ctx, info.ordinal, bytes, SharedApi::Vmm) {
+                Err(Error::Driver {
+                    call: "cuMemCreate",
+                    message,
+                    ..
+                }) if self.shared.ipc_available(ctx) => {
+                    tracing::debug!(%message, "cuMemCreate failed; using the legacy IPC API");
+                    self.shared.alloc(ctx, info.ordinal, bytes, SharedApi::Ipc)
+                }
+                other => other,
+            },
+            SharedApi::Ipc => self.shared.alloc(ctx, info.ordinal, bytes, SharedApi::Ipc),
+        }
+    }
+
+    fn export_fd(&self, ctx: &Self::Context, addr: u64) -> Result<OwnedFd> {
+        self.shared.export_fd(ctx, addr)
+    }
+
+    fn import_fd(
+        &self,
+        ctx: &Self::Context,
+        fd: BorrowedFd<'_>,
+        bytes: usize,
+        _kind: MemoryKind,
+    ) -> Result<u64> {
+        self.shared.import_fd(ctx, fd, bytes)
+    }
+
+    unsafe fn free_shared(&self, ctx: &Self::Context, addr: u64) -> Result<()> {
+        // SAFETY: per the caller.
+        unsafe { self.shared.free(ctx, addr) }
+    }
+
+    fn supports_shared_memory(&self, ctx: &Self::Context) -> bool {
+        self.shared.supported(ctx)
+    }
+}
+
+/// The CUDA-only calls of a device.
+impl GpuDevice<Cuda> {
+    /// The compute capability, (major, minor).
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.api().capability
+    }
+
+    /// The API [`alloc_exportable`](crate::Device::alloc_exportable) uses on this device:
+    /// the virtual-memory API where the device supports POSIX file-descriptor handles,
+    /// else the legacy IPC API. Errors with [`Error::Unsupported`] when neither is usable.
+    pub fn shared_api(&self) -> Result<SharedApi> {
+        self.api().shared.default_api(self.context())
+    }
+
+    /// Allocates `bytes` (> 0) of memory other processes can map, with `api` (see
+    /// [`Device::alloc_exportable`](crate::Device::alloc_exportable), which picks the API
+    /// itself). A [`SharedApi::Vmm`] allocation is rounded up to the driver's granularity
+    /// (2 MiB on current GPUs); a [`SharedApi::Ipc`] one is a plain `cuMemAlloc`
+    /// allocation whose handle [`ipc_handle`](GpuDevice::ipc_handle) gives. Either is
+    /// exported with `export_fd` and released with `free_shared`.
+    pub fn alloc_exportable_with(&self, bytes: usize, api: SharedApi) -> Result<u64> {
+        let ordinal = crate::Device::info(self).ordinal;
+        self.api().shared.alloc(self.context(), ordinal, bytes, api)
+    }
+
+    /// The 64-byte legacy IPC handle (`cuIpcGetMemHandle`) of the `cuMemAlloc` allocation
+    /// that starts at `addr`, to send as bytes to another process, which opens it with
+    /// [`open_ipc_handle`](GpuDevice::open_ipc_handle).
+    pub fn ipc_handle(&self, addr: u64) -> Result<[u8; IPC_HANDLE_BYTES]> {
+        self.api().shared.ipc_handle(self.context(), addr)
+    }
+
+    /// Maps the allocation another process exported as the legacy IPC handle `handle`
+    /// (`cuIpcOpenMemHandle`) on this device and returns its device address, released
+    /// with `free_shared`. A process cannot open its own handles.
+    pub fn open_ipc_handle(&self, handle: &[u8; IPC_HANDLE_BYTES]) -> Result<u64> {
+        self.api().shared.open_ipc_handle(self.context(), handle)
+    }
+
+    /// The primary context's handle, for peer access between devices.
+    pub(super) fn raw_context(&self) -> sys::CUcontext {
+        self.context().raw
+    }
+}

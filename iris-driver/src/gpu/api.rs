@@ -1,0 +1,165 @@
+//! `GpuApi`: what the generic GPU device needs of a vendor's runtime, one function per
+//! driver call that CUDA and HIP share in shape.
+
+use std::ffi::CStr;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use iris_device::abi::{CodeObject, KernelUnit};
+
+use crate::error::Result;
+use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind};
+
+/// The answer of a stream or event query.
+#[derive(Debug)]
+pub enum Query {
+    /// Everything queued before has finished.
+    Done,
+    /// Work is still running.
+    NotReady,
+    /// The query failed (an asynchronous error of earlier work, or a bad handle).
+    Failed(crate::Error),
+}
+
+/// One vendor's runtime, as the generic device drives it. An implementation is the
+/// vendor's per-device state (which code objects it loads, its shared-memory support);
+/// the handle functions are associated functions, called with the device made current.
+///
+/// # Safety
+///
+/// Every `unsafe fn` takes handles this API created and not yet destroyed, with the
+/// caller having made their device current ([`GpuApi::make_current`]) first, and the
+/// memory ranges it names valid until the work completes.
+#[allow(clippy::missing_safety_doc)] // the contract above covers every function
+pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
+    /// The backend this is.
+    const KIND: BackendKind;
+    /// What makes calls target one device (CUDA: its retained primary context; HIP: its
+    /// ordinal), held by everything made on the device.
+    type Context: Clone + Send + Sync;
+    /// A stream handle.
+    type Stream: Copy;
+    /// An event handle.
+    type Event: Copy;
+    /// A module handle.
+    type Module: Copy;
+    /// A kernel function handle.
+    type Function: Copy;
+
+    /// Opens device `ordinal`: its context, its description and the vendor's state.
+    fn open(ordinal: usize) -> Result<(Self, Self::Context, DeviceInfo)>;
+
+    /// Makes calls of the calling thread target the context's device.
+    fn make_current(ctx: &Self::Context) -> Result<()>;
+
+    /// An identifier of the context's device within the process, for ownership checks.
+    fn context_id(ctx: &Self::Context) -> u64;
+
+    /// The ordinal of the context's device, for messages.
+    fn ordinal(ctx: &Self::Context) -> usize;
+
+    /// A new non-blocking stream.
+    unsafe fn stream_create() -> Result<Self::Stream>;
+    /// Destroys a stream (its pending work still completes).
+    unsafe fn stream_destroy(stream: Self::Stream) -> Result<()>;
+    /// Whether the stream's queued work has finished.
+    unsafe fn stream_query(stream: Self::Stream) -> Query;
+
+    /// A new event with timing.
+    unsafe fn event_create() -> Result<Self::Event>;
+    /// Destroys an event.
+    unsafe fn event_destroy(event: Self::Event) -> Result<()>;
+    /// Records the event at the current end of the stream.
+    unsafe fn event_record(event: Self::Event, stream: Self::Stream) -> Result<()>;
+    /// Whether the work before the event has finished.
+    unsafe fn event_query(event: Self::Event) -> Query;
+    /// Milliseconds from `start` to `end`, both recorded and complete.
+    unsafe fn event_elapsed_ms(start: Self::Event, end: Self::Event) -> Result<f32>;
+
+    /// Allocates `bytes` (> 0) of `kind`; the error is the runtime's description.
+    unsafe fn mem_alloc(bytes: usize, kind: MemoryKind) -> std::result::Result<u64, String>;
+    /// Frees an allocation of [`mem_alloc`](GpuApi::mem_alloc).
+    unsafe fn mem_free(addr: u64) -> Result<()>;
+    /// Queues a copy of `bytes` from host `src` to device `dst`.
+    unsafe fn memcpy_htod_async(
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: Self::Stream,
+    ) -> Result<()>;
+    /// Queues a copy of `bytes` from device `src` to host `dst`.
+    unsafe fn memcpy_dtoh_async(
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: Self::Stream,
+    ) -> Result<()>;
+    /// Queues a device-to-device copy.
+    unsafe fn memcpy_dtod_async(
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: Self::Stream,
+    ) -> Result<()>;
+    /// Queues a byte fill.
+    unsafe fn memset_async(dst: u64, value: u8, bytes: usize, stream: Self::Stream) -> Result<()>;
+
+    /// Loads the code object of `unit` this device runs (which one, and how, is the
+    /// vendor's: PTX by compute capability, HSACO by processor); returns the module, the
+    /// object and memory the module reads while loaded.
+    fn load_code_object(
+        &self,
+        ctx: &Self::Context,
+        unit: &'static KernelUnit,
+    ) -> Result<(Self::Module, &'static CodeObject, Vec<u64>)>;
+    /// The function named `name` in a module; the error is the runtime's description.
+    unsafe fn module_function(
+        module: Self::Module,
+        name: &CStr,
+    ) -> std::result::Result<Self::Function, String>;
+    /// Readies a function for launching now rather than at its first launch (CUDA's lazy
+    /// loading); nothing by default.
+    unsafe fn prepare_function(function: Self::Function) -> std::result::Result<(), String> {
+        let _ = function;
+        Ok(())
+    }
+    /// Unloads a module.
+    unsafe fn module_unload(module: Self::Module) -> Result<()>;
+
+    /// Launches `function` on `stream` with the argument slots `params`.
+    unsafe fn launch(
+        function: Self::Function,
+        dims: LaunchDims,
+        stream: Self::Stream,
+        params: *mut *mut core::ffi::c_void,
+    ) -> Result<()>;
+    /// Blocks of `function` resident per multiprocessor at this block size.
+    unsafe fn max_active_blocks(
+        function: Self::Function,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32>;
+
+    /// Allocates memory other processes can map (see
+    /// [`Device::alloc_exportable`](crate::Device::alloc_exportable)).
+    fn alloc_exportable(
+        &self,
+        ctx: &Self::Context,
+        info: &DeviceInfo,
+        bytes: usize,
+        kind: MemoryKind,
+    ) -> Result<u64>;
+    /// A descriptor for an exportable allocation.
+    fn export_fd(&self, ctx: &Self::Context, addr: u64) -> Result<OwnedFd>;
+    /// Maps memory another process exported.
+    fn import_fd(
+        &self,
+        ctx: &Self::Context,
+        fd: BorrowedFd<'_>,
+        bytes: usize,
+        kind: MemoryKind,
+    ) -> Result<u64>;
+    /// Unmaps and releases exportable or imported memory.
+    unsafe fn free_shared(&self, ctx: &Self::Context, addr: u64) -> Result<()>;
+    /// Whether the shared-memory functions work on this device.
+    fn supports_shared_memory(&self, ctx: &Self::Context) -> bool;
+}

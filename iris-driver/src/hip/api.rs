@@ -1,0 +1,322 @@
+//! The HIP runtime as the generic GPU device's function table ([`GpuApi`]), and the
+//! HIP-only calls of a [`HipDevice`].
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use cubecl_hip_sys::{
+    self as hip, hipError_t, hipEvent_t, hipFunction_t, hipModule_t, hipStream_t,
+};
+use std::ffi::CStr;
+
+use iris_device::abi::{CodeObject, KernelUnit};
+
+use super::info::query;
+use super::module::load_hsaco;
+use super::runtime::{check, describe, error, set_device};
+use super::shared::SharedMemory;
+use crate::error::Result;
+use crate::gpu::{GpuApi, GpuDevice, GpuEvent, GpuModule, GpuStream, Query};
+use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind};
+
+/// An AMD GPU: its processor name and its shared-memory support.
+pub struct Hip {
+    gcn_arch_name: String,
+    shared: SharedMemory,
+}
+
+/// A HIP device, selected (`hipSetDevice`) on the calling thread before every call.
+pub type HipDevice = GpuDevice<Hip>;
+/// A non-blocking HIP stream of one device.
+pub type HipStream = GpuStream<Hip>;
+/// A HIP event with timing enabled.
+pub type HipEvent = GpuEvent<Hip>;
+/// A kernel unit's code object loaded on one device, with one function per kernel.
+pub type HipModule = GpuModule<Hip>;
+
+/// `Done`, `NotReady` or the error of a query.
+fn query_result(call: &'static str, r: hipError_t) -> Query {
+    if r == hip::hipError_t_hipSuccess {
+        Query::Done
+    } else if r == hip::hipError_t_hipErrorNotReady {
+        Query::NotReady
+    } else {
+        Query::Failed(error(call, r))
+    }
+}
+
+impl crate::gpu::Sealed for Hip {}
+
+impl GpuApi for Hip {
+    const KIND: BackendKind = BackendKind::Hip;
+    /// HIP's device ordinal: its current device is per thread.
+    type Context = i32;
+    type Stream = hipStream_t;
+    type Event = hipEvent_t;
+    type Module = hipModule_t;
+    type Function = hipFunction_t;
+
+    fn open(ordinal: usize) -> Result<(Self, i32, DeviceInfo)> {
+        let ordinal = i32::try_from(ordinal).unwrap_or(i32::MAX);
+        let (info, gcn_arch_name) = query(ordinal)?;
+        let api = Hip {
+            gcn_arch_name,
+            shared: SharedMemory::new(),
+        };
+        Ok((api, ordinal, info))
+    }
+
+    fn make_current(ctx: &i32) -> Result<()> {
+        set_device(*ctx)
+    }
+
+    fn context_id(ctx: &i32) -> u64 {
+        *ctx as u64
+    }
+
+    fn ordinal(ctx: &i32) -> usize {
+        usize::try_from(*ctx).unwrap_or(0)
+    }
+
+    unsafe fn stream_create() -> Result<hipStream_t> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer, with the device selected (the caller's promise).
+        check("hipStreamCreateWithFlags", unsafe {
+            hip::hipStreamCreateWithFlags(&mut raw, hip::hipStreamNonBlocking)
+        })?;
+        Ok(raw)
+    }
+
+    unsafe fn stream_destroy(stream: hipStream_t) -> Result<()> {
+        // SAFETY: a live stream (the caller's promise).
+        check("hipStreamDestroy", unsafe { hip::hipStreamDestroy(stream) })
+    }
+
+    unsafe fn stream_query(stream: hipStream_t) -> Query {
+        // SAFETY: a live stream.
+        query_result("hipStreamQuery", unsafe { hip::hipStreamQuery(stream) })
+    }
+
+    unsafe fn event_create() -> Result<hipEvent_t> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer, with the device selected.
+        check("hipEventCreateWithFlags", unsafe {
+            hip::hipEventCreateWithFlags(&mut raw, hip::hipEventDefault)
+        })?;
+        Ok(raw)
+    }
+
+    unsafe fn event_destroy(event: hipEvent_t) -> Result<()> {
+        // SAFETY: a live event.
+        check("hipEventDestroy", unsafe { hip::hipEventDestroy(event) })
+    }
+
+    unsafe fn event_record(event: hipEvent_t, stream: hipStream_t) -> Result<()> {
+        // SAFETY: live handles.
+        check("hipEventRecord", unsafe {
+            hip::hipEventRecord(event, stream)
+        })
+    }
+
+    unsafe fn event_query(event: hipEvent_t) -> Query {
+        // SAFETY: a live event.
+        query_result("hipEventQuery", unsafe { hip::hipEventQuery(event) })
+    }
+
+    unsafe fn event_elapsed_ms(start: hipEvent_t, end: hipEvent_t) -> Result<f32> {
+        let mut ms = 0.0f32;
+        // SAFETY: live events; the runtime checks that they were recorded.
+        check("hipEventElapsedTime", unsafe {
+            hip::hipEventElapsedTime(&mut ms, start, end)
+        })?;
+        Ok(ms)
+    }
+
+    /// `hipMalloc` for a device's own buffers, fine-grained memory
+    /// (`hipExtMallocWithFlags`) for symmetric heaps, whose system-scope atomics peers
+    /// must see.
+    unsafe fn mem_alloc(bytes: usize, kind: MemoryKind) -> std::result::Result<u64, String> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer, with the device selected.
+        let r = unsafe {
+            match kind {
+                MemoryKind::Device => hip::hipMalloc(&mut ptr, bytes),
+                MemoryKind::Symmetric => {
+                    hip::hipExtMallocWithFlags(&mut ptr, bytes, hip::hipDeviceMallocFinegrained)
+                }
+            }
+        };
+        if r == hip::hipError_t_hipSuccess {
+            Ok(ptr as u64)
+        } else {
+            Err(describe(r))
+        }
+    }
+
+    unsafe fn mem_free(addr: u64) -> Result<()> {
+        // SAFETY: an allocation of `mem_alloc` (the caller's promise).
+        check("hipFree", unsafe { hip::hipFree(addr as *mut _) })
+    }
+
+    unsafe fn memcpy_htod_async(
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: the caller vouches for both ranges until the copy completes.
+        check("hipMemcpyHtoDAsync", unsafe {
+            hip::hipMemcpyHtoDAsync(dst as *mut _, src as *mut _, bytes, stream)
+        })
+    }
+
+    unsafe fn memcpy_dtoh_async(
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: as above.
+        check("hipMemcpyDtoHAsync", unsafe {
+            hip::hipMemcpyDtoHAsync(dst.cast(), src as *mut _, bytes, stream)
+        })
+    }
+
+    unsafe fn memcpy_dtod_async(
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: as above.
+        check("hipMemcpyDtoDAsync", unsafe {
+            hip::hipMemcpyDtoDAsync(dst as *mut _, src as *mut _, bytes, stream)
+        })
+    }
+
+    unsafe fn memset_async(dst: u64, value: u8, bytes: usize, stream: hipStream_t) -> Result<()> {
+        // SAFETY: as above.
+        check("hipMemsetD8Async", unsafe {
+            hip::hipMemsetD8Async(dst as *mut _, value, bytes, stream)
+        })
+    }
+
+    fn load_code_object(
+        &self,
+        ctx: &i32,
+        unit: &'static KernelUnit,
+    ) -> Result<(hipModule_t, &'static CodeObject, Vec<u64>)> {
+        load_hsaco(*ctx, unit, &self.gcn_arch_name)
+    }
+
+    unsafe fn module_function(
+        module: hipModule_t,
+        name: &CStr,
+    ) -> std::result::Result<hipFunction_t, String> {
+        let mut function = std::ptr::null_mut();
+        // SAFETY: a live module, a NUL-terminated name and a valid out-pointer.
+        let r = unsafe { hip::hipModuleGetFunction(&mut function, module, name.as_ptr()) };
+        if r == hip::hipError_t_hipSuccess {
+            Ok(function)
+        } else {
+            Err(describe(r))
+        }
+    }
+
+    unsafe fn module_unload(module: hipModule_t) -> Result<()> {
+        // SAFETY: a live module whose launches have completed (the caller's promise).
+        check("hipModuleUnload", unsafe { hip::hipModuleUnload(module) })
+    }
+
+    unsafe fn launch(
+        function: hipFunction_t,
+        dims: LaunchDims,
+        stream: hipStream_t,
+        params: *mut *mut core::ffi::c_void,
+    ) -> Result<()> {
+        let [gx, gy, gz] = dims.grid;
+        let [bx, by, bz] = dims.block;
+        // SAFETY: the caller vouches for the function, the stream, the dimensions and the
+        // argument slots, which the runtime copies during the call.
+        check("hipModuleLaunchKernel", unsafe {
+            hip::hipModuleLaunchKernel(
+                function,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                dims.dynamic_shared_bytes,
+                stream,
+                params,
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    unsafe fn max_active_blocks(
+        function: hipFunction_t,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        let mut blocks = 0;
+        // SAFETY: a live function and a valid out-pointer.
+        check(
+            "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+            unsafe {
+                hip::hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut blocks,
+                    function,
+                    i32::try_from(block_threads).unwrap_or(i32::MAX),
+                    dynamic_shared_bytes as usize,
+                )
+            },
+        )?;
+        Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
+    /// `hipMemCreate` with a POSIX file-descriptor handle: fine-grained (uncached) memory
+    /// for [`MemoryKind::Symmetric`], pinned device memory for [`MemoryKind::Device`]; the
+    /// size is rounded up to the runtime's granularity.
+    fn alloc_exportable(
+        &self,
+        ctx: &i32,
+        _info: &DeviceInfo,
+        bytes: usize,
+        kind: MemoryKind,
+    ) -> Result<u64> {
+        self.shared.alloc(*ctx, bytes, kind)
+    }
+
+    fn export_fd(&self, ctx: &i32, addr: u64) -> Result<OwnedFd> {
+        self.shared.export_fd(*ctx, addr)
+    }
+
+    /// The exporter chose the memory's kind; the import maps it as it is.
+    fn import_fd(
+        &self,
+        ctx: &i32,
+        fd: BorrowedFd<'_>,
+        bytes: usize,
+        _kind: MemoryKind,
+    ) -> Result<u64> {
+        self.shared.import_fd(*ctx, fd, bytes)
+    }
+
+    unsafe fn free_shared(&self, ctx: &i32, addr: u64) -> Result<()> {
+        // SAFETY: per the caller.
+        unsafe { self.shared.free(*ctx, addr) }
+    }
+
+    fn supports_shared_memory(&self, ctx: &i32) -> bool {
+        self.shared.supported(*ctx)
+    }
+}
+
+/// The HIP-only calls of a device.
+impl GpuDevice<Hip> {
+    /// The full `gcnArchName`, features included (`gfx942:sramecc+:xnack-`).
+    pub fn gcn_arch_name(&self) -> &str {
+        &self.api().gcn_arch_name
+    }
+}
