@@ -175,7 +175,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let launched = match iris::world::rank_env_from_process() {
+    let launched = match iris::rank_env_from_process() {
         Ok(env) => env,
         Err(e) => {
             eprintln!("all_gather: {e}");

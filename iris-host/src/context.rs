@@ -10,14 +10,16 @@ use iris_device::abi::KernelUnit;
 
 use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
-use crate::memory::{byte_len, Buffer, Pod};
+use crate::memory::Buffer;
 use crate::module::DeviceSlot;
 use crate::peer_errors::PeerErrors;
+use crate::pod::{byte_len, Pod};
 use crate::symmetric::{
     AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, PeerMask, ProviderKind,
     ShmemProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
 };
-use crate::world::{Contribution, Gather, WorldShared};
+use crate::transport::{Contribution, Gather};
+use crate::world::WorldShared;
 use iris_driver::{BackendKind, Device, DeviceInfo, LaunchDims, MemoryKind, Stream};
 use iris_driver::{Error, Result};
 
@@ -354,7 +356,7 @@ impl Iris {
     /// Every rank's `value`, by rank (collective). Values travel as bytes, so that ranks
     /// may be processes: any [`Pod`] type, a `Vec` of one, or a `String`.
     pub fn all_gather<T: Gather>(&self, value: T) -> Result<Vec<T>> {
-        crate::world::all_gather(&*self.world.collective, self.rank, "all_gather", &value)
+        crate::transport::all_gather(&*self.world.collective, self.rank, "all_gather", &value)
     }
 
     /// Every rank's `bytes` and file descriptors, by rank (collective): descriptors pass

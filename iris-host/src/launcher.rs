@@ -3,7 +3,7 @@
 //! job when a rank fails.
 //!
 //! Each rank gets `IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_LOCAL_RANK`,
-//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see [`world::env`](crate::world::env)), its
+//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see [`transport::env`](crate::transport::env)), its
 //! own process group (so that stopping it also stops what it started), standard input
 //! from `/dev/null`, and is killed if the launcher dies. When a rank exits with a non-zero
 //! code or is killed by a signal, the launcher sends the other ranks `SIGTERM` (then

@@ -18,7 +18,9 @@ pub mod launcher;
 pub mod memory;
 pub mod module;
 mod peer_errors;
+mod pod;
 pub mod symmetric;
+pub mod transport;
 pub mod world;
 
 pub use context::Iris;
@@ -31,4 +33,5 @@ pub use symmetric::{
     ProviderKind, ShmemBootstrap, ShmemEngine, ShmemProvider, SymmetricAddressMap, SymmetricBuffer,
     SymmetricProvider,
 };
+pub use transport::{rank_env_from_process, RankEnv};
 pub use world::World;

@@ -12,7 +12,8 @@ use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 use smallvec::SmallVec;
 
 use crate::context::Iris;
-use crate::memory::{AsDevicePtr, Pod};
+use crate::memory::AsDevicePtr;
+use crate::pod::Pod;
 use crate::symmetric::SymmetricBuffer;
 use iris_driver::{Error, Result};
 
@@ -137,7 +138,7 @@ impl KernelArgs {
                 )
             });
         }
-        let bytes = crate::memory::as_bytes(std::slice::from_ref(&value));
+        let bytes = crate::pod::as_bytes(std::slice::from_ref(&value));
         self.push(bytes, align, SlotKind::Value(std::any::type_name::<V>()));
     }
 

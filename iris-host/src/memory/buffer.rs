@@ -3,8 +3,9 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{as_bytes, as_bytes_mut, byte_len, AsDevicePtr, DevicePtr, Pod};
+use super::{AsDevicePtr, DevicePtr};
 use crate::context::Iris;
+use crate::pod::{as_bytes, as_bytes_mut, byte_len, zeroed_vec, Pod};
 use iris_driver::{Error, Result};
 
 /// `len` elements of `T` in the device memory of one context, freed on drop (after the
@@ -126,17 +127,6 @@ impl<'ctx, T: Pod> Buffer<'ctx, T> {
             })
         }
     }
-}
-
-/// A vector of `len` all-zero elements (valid for every `Pod`).
-pub(crate) fn zeroed_vec<T: Pod>(len: usize) -> Vec<T> {
-    let mut out = Vec::<T>::with_capacity(len);
-    // SAFETY: the capacity holds `len` elements; all-zero bytes are a valid `T` (`Pod`).
-    unsafe {
-        std::ptr::write_bytes(out.as_mut_ptr(), 0, len);
-        out.set_len(len);
-    }
-    out
 }
 
 impl<T: Pod> AsDevicePtr<T> for Buffer<'_, T> {

@@ -5,7 +5,8 @@ use std::marker::PhantomData;
 
 use super::{ProviderKind, SymmetricAddressMap};
 use crate::context::Iris;
-use crate::memory::{as_bytes, as_bytes_mut, DevicePtr, Pod};
+use crate::memory::DevicePtr;
+use crate::pod::{as_bytes, as_bytes_mut, zeroed_vec, Pod};
 use iris_driver::{Error, Result};
 
 /// `len` elements of `T` that every rank of the world holds a copy of, with the table of
@@ -97,7 +98,7 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
 
     /// The contents of this rank's copy (after the rank's queued work).
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut out = crate::memory::buffer_zeroed_vec::<T>(self.len);
+        let mut out = zeroed_vec::<T>(self.len);
         self.copy_to_slice(&mut out)?;
         Ok(out)
     }

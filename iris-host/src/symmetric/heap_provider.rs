@@ -13,7 +13,7 @@ use super::{
     SymmetricProvider,
 };
 use crate::module::DeviceSlot;
-use crate::world::{Collective, Reader, Writer};
+use crate::transport::{Collective, Reader, Writer};
 use iris_driver::sync::lock;
 use iris_driver::Stream;
 use iris_driver::{Error, Result};

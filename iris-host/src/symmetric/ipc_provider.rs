@@ -12,7 +12,7 @@ use super::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
 use crate::module::DeviceSlot;
-use crate::world::{decode_status, encode_status, Collective, Reader, Writer};
+use crate::transport::{decode_status, encode_status, Collective, Reader, Writer};
 use iris_driver::sync::lock;
 use iris_driver::{Error, Result};
 use iris_driver::{MemoryKind, Stream};

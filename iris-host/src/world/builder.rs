@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::shared::{release_heaps, SharedHeap, WorldLayout};
-use super::{rank_env_from_process, Collective, RankEnv, Rendezvous, WorldShared};
+use super::WorldShared;
 use crate::config::timeout_from_env;
 use crate::context::Iris;
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use crate::transport::{rank_env_from_process, Collective, RankEnv, Rendezvous};
 use iris_driver::{Backend, BackendKind, MemoryKind};
 use iris_driver::{Error, Result};
 

@@ -6,14 +6,14 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::env::IRIS_JOB_ID;
 use super::shared::{release_heaps, SharedHeap, WorldLayout};
-use super::{
-    decode_status, encode_status, Collective, ProcessRendezvous, RankEnv, Reader, WorldShared,
-    Writer,
-};
+use super::WorldShared;
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use crate::transport::env::IRIS_JOB_ID;
+use crate::transport::{
+    decode_status, encode_status, Collective, ProcessRendezvous, RankEnv, Reader, Writer,
+};
 use iris_driver::{Backend, MemoryKind};
 use iris_driver::{Error, Result};
 

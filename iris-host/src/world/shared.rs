@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Collective;
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
+use crate::transport::Collective;
 use iris_driver::Backend;
 
 /// Heap memory this process allocated or mapped, released when the world ends.

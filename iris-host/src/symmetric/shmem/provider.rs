@@ -14,7 +14,7 @@ use crate::module::DeviceSlot;
 use crate::symmetric::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
-use crate::world::{Collective, Reader, Writer};
+use crate::transport::{Collective, Reader, Writer};
 use iris_driver::sync::lock;
 use iris_driver::Stream;
 use iris_driver::{Error, Result};

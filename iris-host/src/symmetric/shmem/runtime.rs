@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::engine::ShmemEngine;
 use super::library::{load, LibrarySearch, ShmemLibrary};
-use crate::world::{decode_status, encode_status, Collective, Reader, Writer};
+use crate::transport::{decode_status, encode_status, Collective, Reader, Writer};
 use iris_driver::{Error, Result};
 
 /// How the engine's PEs find each other.
@@ -316,7 +316,7 @@ fn adopt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::Rendezvous;
+    use crate::transport::Rendezvous;
     use std::path::PathBuf;
     use std::time::Duration;
 

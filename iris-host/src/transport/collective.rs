@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::wire::{Reader, Writer};
 use super::Rendezvous;
-use crate::memory::Pod;
+use crate::pod::Pod;
 use iris_driver::{Error, Result};
 
 /// What one rank contributed to an all-gather: bytes, and file descriptors (shared: every
@@ -107,7 +107,7 @@ fn wrong_size(type_name: &str, expected: usize, got: usize) -> Error {
 
 impl<T: Pod> Gather for T {
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(crate::memory::as_bytes(std::slice::from_ref(self)));
+        out.extend_from_slice(crate::pod::as_bytes(std::slice::from_ref(self)));
     }
 
     fn decode(bytes: &[u8]) -> Result<Self> {
@@ -123,7 +123,7 @@ impl<T: Pod> Gather for T {
 
 impl<T: Pod> Gather for Vec<T> {
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(crate::memory::as_bytes(self));
+        out.extend_from_slice(crate::pod::as_bytes(self));
     }
 
     fn decode(bytes: &[u8]) -> Result<Self> {
@@ -135,8 +135,8 @@ impl<T: Pod> Gather for Vec<T> {
                 bytes.len(),
             ));
         }
-        let mut out = crate::memory::buffer_zeroed_vec::<T>(bytes.len() / size);
-        crate::memory::as_bytes_mut(&mut out).copy_from_slice(bytes);
+        let mut out = crate::pod::zeroed_vec::<T>(bytes.len() / size);
+        crate::pod::as_bytes_mut(&mut out).copy_from_slice(bytes);
         Ok(out)
     }
 }
