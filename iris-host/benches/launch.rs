@@ -20,15 +20,15 @@ const BATCH: usize = 200;
 const ROUNDS: usize = 50;
 
 /// The typed launcher the kernel macro generates for `all_gather`.
-fn args(
-    iris: &Iris,
+fn args<'a>(
+    iris: &'a Iris,
     input: &impl AsDevicePtr<f32>,
     out: &SymmetricBuffer<'_, f32>,
     n: u64,
-) -> Result<KernelArgs> {
-    let mut args = KernelArgs::new(common::unit(), common::ALL_GATHER);
-    args.pointer(iris, input)?;
-    args.symmetric(iris, out)?;
+) -> Result<KernelArgs<'a>> {
+    let mut args = iris.args(common::unit(), common::ALL_GATHER);
+    args.pointer(input)?;
+    args.symmetric(out)?;
     args.value(n);
     args.value(0u32);
     args.value(1u32);
@@ -72,14 +72,7 @@ fn main() -> Result<()> {
             let mut empty = time(|| Ok(()), || Ok(()))?;
             let mut build = time(|| args(iris, &input, &out, n).map(drop), || Ok(()))?;
             let mut typed = time(
-                || {
-                    iris.launch(
-                        common::unit(),
-                        common::ALL_GATHER,
-                        config,
-                        args(iris, &input, &out, n)?,
-                    )
-                },
+                || iris.launch(config, args(iris, &input, &out, n)?),
                 || iris.synchronize(),
             )?;
 

@@ -1,30 +1,36 @@
 //! `Iris`: the context of one rank.
 
+use std::any::Any;
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use iris_device::abi::KernelUnit;
+use iris_driver::{BackendKind, Device, DeviceInfo, Error, LaunchDims, Result};
 
 use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
 use crate::memory::Buffer;
-use crate::module::DeviceSlot;
-use crate::peer_errors::PeerErrors;
 use crate::pod::{byte_len, Pod};
+use crate::rank::{RankCore, RankPlace};
 use crate::symmetric::{
-    AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, PeerMask, ProviderKind,
-    ShmemProvider, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider,
+    AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, ProviderKind, RankHeap,
+    ShmemProvider, SymmetricBuffer, SymmetricProvider,
 };
 use crate::transport::{Contribution, Gather};
-use crate::world::WorldShared;
-use iris_driver::{BackendKind, Device, DeviceInfo, LaunchDims, MemoryKind, Stream};
-use iris_driver::{Error, Result};
 
-/// Every context gets a distinct id, so memory of one is never launched with another.
-static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// What the world hands a new context.
+pub(crate) struct RankSetup {
+    /// The rank's place in the world.
+    pub place: RankPlace,
+    /// Every rank's heap as mapped in this process.
+    pub heaps: Arc<[RankHeap]>,
+    /// The provider `symmetric` and its siblings allocate from.
+    pub provider: ProviderKind,
+    /// The world's shared state, released once every context is gone.
+    pub world: Arc<dyn Any + Send + Sync>,
+}
 
 /// The context of one rank: its device and stream, its symmetric memory providers, the
 /// collectives of its world, and kernel launches. The same API serves ranks as threads
@@ -43,16 +49,15 @@ static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// record a peer index outside the world in the context's error word;
 /// [`synchronize`](Iris::synchronize) reports it as [`Error::PeerOutOfRange`].
 pub struct Iris {
-    id: u64,
-    rank: usize,
-    world: Arc<WorldShared>,
-    device: Arc<DeviceSlot>,
-    stream: Arc<dyn Stream>,
+    core: Arc<RankCore>,
+    heap_bytes: usize,
+    provider: ProviderKind,
     heap: HeapProvider,
     ipc: IpcProvider,
     external: ExternalProvider,
     shmem: ShmemProvider,
-    peer_errors: PeerErrors,
+    /// Kept until the context is gone: the world's heaps outlive every context.
+    _world: Arc<dyn Any + Send + Sync>,
 }
 
 /// How a new symmetric allocation is filled.
@@ -62,139 +67,104 @@ enum Fill<'a, T> {
 }
 
 impl Iris {
-    /// The context of rank `rank` of `world`.
-    pub(crate) fn new(rank: usize, world: Arc<WorldShared>) -> Result<Self> {
-        let heap = world.heaps.get(rank).ok_or_else(|| {
-            Error::InvalidConfig(format!("rank {rank} is outside a world of {}", world.size))
-        })?;
-        let device = Arc::clone(&heap.device);
-        let stream: Arc<dyn Stream> = Arc::from(device.device().create_stream()?);
-        let peer_errors = PeerErrors::new(device.device(), &*stream)?;
-        let reachable = world
-            .reachable
-            .get(&rank)
-            .cloned()
-            .unwrap_or_else(|| PeerMask::from_fn(world.size, |r| r == rank));
-        let heap = HeapProvider::new(
+    /// The context of a rank of a world.
+    pub(crate) fn new(setup: RankSetup) -> Result<Self> {
+        let rank = setup.place.rank;
+        let heap_bytes = setup.heaps.get(rank).map_or(0, |h| h.bytes);
+        let core = Arc::new(RankCore::new(setup.place)?);
+        let heap = HeapProvider::new(Arc::clone(&core), setup.heaps)?;
+        let id = core.id();
+        tracing::debug!(
             rank,
-            Arc::clone(&world.heaps),
-            reachable.clone(),
-            Arc::clone(&world.collective),
-            Arc::clone(&stream),
-            peer_errors.addr(),
-        )?;
-        let ipc = IpcProvider::new(
-            rank,
-            Arc::clone(&device),
-            reachable,
-            Arc::clone(&world.collective),
-            Arc::clone(&stream),
-            peer_errors.addr(),
-        );
-        let external = ExternalProvider::new(
-            rank,
-            world.size,
-            Arc::clone(&device),
-            Arc::clone(&stream),
-            world.timeout,
-            peer_errors.addr(),
-        );
-        let shmem = ShmemProvider::new(
-            rank,
-            world.size,
-            if world.processes { 1 } else { world.size },
-            Arc::clone(&device),
-            Arc::clone(&world.collective),
-            Arc::clone(&stream),
-            peer_errors.addr(),
-        );
-        let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(rank, id, device = device.info().ordinal, "context created");
-        Ok(Self {
             id,
-            rank,
-            world,
-            device,
-            stream,
+            device = core.device_info().ordinal,
+            "context created"
+        );
+        Ok(Self {
+            ipc: IpcProvider::new(Arc::clone(&core)),
+            external: ExternalProvider::new(Arc::clone(&core)),
+            shmem: ShmemProvider::new(Arc::clone(&core)),
             heap,
-            ipc,
-            external,
-            shmem,
-            peer_errors,
+            core,
+            heap_bytes,
+            provider: setup.provider,
+            _world: setup.world,
         })
+    }
+
+    /// What buffers, symmetric buffers, events and launch arguments of this context hold:
+    /// its device, stream and identity.
+    pub fn core(&self) -> &RankCore {
+        &self.core
     }
 
     /// This context's unique id.
     pub fn id(&self) -> u64 {
-        self.id
+        self.core.id()
     }
 
     /// This rank.
     pub fn rank(&self) -> usize {
-        self.rank
+        self.core.rank()
     }
 
     /// How many ranks the world has.
     pub fn world_size(&self) -> usize {
-        self.world.size
+        self.core.world_size()
     }
 
     /// The device this rank runs on.
     pub fn device_info(&self) -> &DeviceInfo {
-        self.device.info()
+        self.core.device_info()
     }
 
     /// The backend this rank runs on.
     pub fn backend_kind(&self) -> BackendKind {
-        self.device.info().backend
+        self.core.device_info().backend
     }
 
     /// The bound on every wait of this rank.
     pub fn timeout(&self) -> Duration {
-        self.world.timeout
+        self.core.timeout()
     }
 
     /// Bytes of this rank's symmetric heap.
     pub fn heap_bytes(&self) -> usize {
-        self.world.heaps.get(self.rank).map_or(0, |h| h.bytes)
+        self.heap_bytes
     }
 
     /// The ranks whose memory this rank's device can reach.
     pub fn reachable_peers(&self) -> Vec<usize> {
-        self.world
-            .reachable
-            .get(&self.rank)
-            .map(|m| m.ranks())
-            .unwrap_or_default()
+        self.core.reachable().ranks()
     }
 
     /// Whether the ranks of the world are processes (one in this process) rather than
     /// threads of this process.
     pub fn is_process_world(&self) -> bool {
-        self.world.processes
+        self.core.is_process_world()
     }
 
     /// The device this rank runs on, for working with memory other systems manage
     /// (exportable memory, descriptors) through the backend's own interface.
     pub fn device(&self) -> &dyn Device {
-        self.device.device()
+        self.core.device()
     }
 
     // ----- device memory -------------------------------------------------------------
 
     /// `len` zeroed elements of device memory.
     pub fn zeros<T: Pod>(&self, len: usize) -> Result<Buffer<'_, T>> {
-        Buffer::zeros(self, len)
+        Buffer::zeros(&self.core, len)
     }
 
     /// Device memory holding a copy of `data`.
     pub fn from_slice<T: Pod>(&self, data: &[T]) -> Result<Buffer<'_, T>> {
-        Buffer::from_slice(self, data)
+        Buffer::from_slice(&self.core, data)
     }
 
     /// `len` copies of `value` in device memory.
     pub fn full<T: Pod>(&self, len: usize, value: T) -> Result<Buffer<'_, T>> {
-        Buffer::full(self, len, value)
+        Buffer::full(&self.core, len, value)
     }
 
     // ----- symmetric memory ----------------------------------------------------------
@@ -204,12 +174,12 @@ impl Iris {
     ///
     /// When it returns on any rank, every rank's copy has been initialised.
     pub fn symmetric<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(self.world.provider, len, Fill::Zeros)
+        self.symmetric_filled(self.provider, len, Fill::Zeros)
     }
 
     /// Same as [`symmetric`](Iris::symmetric): the memory is zeroed.
     pub fn symmetric_zeros<T: Pod>(&self, len: usize) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(self.world.provider, len, Fill::Zeros)
+        self.symmetric_filled(self.provider, len, Fill::Zeros)
     }
 
     /// A zeroed symmetric allocation of `len` elements from provider `provider`
@@ -256,8 +226,14 @@ impl Iris {
         let map = self
             .external
             .adopt(local, peers, bytes)
-            .map_err(|e| e.on_rank(self.rank))?;
-        Ok(SymmetricBuffer::new(self, map, len, ProviderKind::External))
+            .map_err(|e| e.on_rank(self.rank()))?;
+        Ok(SymmetricBuffer::new(
+            &self.core,
+            &self.external,
+            map,
+            len,
+            ProviderKind::External,
+        ))
     }
 
     /// A symmetric allocation of `len` copies of `value` (collective).
@@ -268,7 +244,7 @@ impl Iris {
     /// A symmetric allocation whose local copy holds `data` (collective: every rank
     /// passes a slice of the same length; the contents may differ per rank).
     pub fn symmetric_from_slice<T: Pod>(&self, data: &[T]) -> Result<SymmetricBuffer<'_, T>> {
-        self.symmetric_filled(self.world.provider, data.len(), Fill::Data(data))
+        self.symmetric_filled(self.provider, data.len(), Fill::Data(data))
     }
 
     fn symmetric_filled<T: Pod>(
@@ -282,25 +258,25 @@ impl Iris {
             align: std::mem::align_of::<T>().max(16),
             type_name: std::any::type_name::<T>(),
         };
-        let map = self
-            .provider(provider)
+        let source = self.provider(provider);
+        let map = source
             .allocate(&request)
-            .map_err(|e| e.on_rank(self.rank))?;
-        let buffer = SymmetricBuffer::new(self, map, len, provider);
+            .map_err(|e| e.on_rank(self.rank()))?;
+        let buffer = SymmetricBuffer::new(&self.core, source, map, len, provider);
         match fill {
-            Fill::Zeros => self.fill_bytes(buffer.map().base(), 0, buffer.map().bytes())?,
+            Fill::Zeros => self
+                .core
+                .fill_bytes(buffer.map().base(), 0, buffer.map().bytes())?,
             Fill::Data(data) => buffer.copy_from_slice(data)?,
         }
         self.synchronize()?;
-        self.world
-            .collective
-            .barrier(self.rank, "symmetric initialization")?;
+        self.core.host_barrier("symmetric initialization")?;
         Ok(buffer)
     }
 
     /// The provider [`symmetric`](Iris::symmetric) allocates from (the world's default).
     pub fn symmetric_provider(&self) -> &dyn SymmetricProvider {
-        self.provider(self.world.provider)
+        self.provider(self.provider)
     }
 
     /// The provider `kind` of this rank (to ask for the map of an address with
@@ -316,7 +292,7 @@ impl Iris {
 
     /// The default provider of this world.
     pub fn default_provider(&self) -> ProviderKind {
-        self.world.provider
+        self.provider
     }
 
     // ----- synchronization -----------------------------------------------------------
@@ -327,17 +303,7 @@ impl Iris {
     /// context's error word: a peer index outside the world used since the last report
     /// is [`Error::PeerOutOfRange`]. Without such a launch there is nothing more to do.
     pub fn synchronize(&self) -> Result<()> {
-        self.wait_stream()?;
-        self.peer_errors
-            .take(self.device.device(), &*self.stream, self.rank)
-    }
-
-    /// Waits for this rank's queued work, leaving a recorded peer error for the next
-    /// [`synchronize`](Iris::synchronize).
-    fn wait_stream(&self) -> Result<()> {
-        self.stream
-            .synchronize(self.world.timeout)
-            .map_err(|e| e.on_rank(self.rank))
+        self.core.synchronize()
     }
 
     /// Waits for this rank's queued work, then for every rank to arrive: afterwards all
@@ -349,14 +315,14 @@ impl Iris {
 
     /// Waits for every rank to arrive, without waiting for device work.
     pub fn host_barrier(&self) -> Result<()> {
-        let _span = tracing::debug_span!("barrier", rank = self.rank).entered();
-        self.world.collective.barrier(self.rank, "barrier")
+        let _span = tracing::debug_span!("barrier", rank = self.rank()).entered();
+        self.core.host_barrier("barrier")
     }
 
     /// Every rank's `value`, by rank (collective). Values travel as bytes, so that ranks
     /// may be processes: any [`Pod`] type, a `Vec` of one, or a `String`.
     pub fn all_gather<T: Gather>(&self, value: T) -> Result<Vec<T>> {
-        crate::transport::all_gather(&*self.world.collective, self.rank, "all_gather", &value)
+        crate::transport::all_gather(&**self.core.collective(), self.rank(), "all_gather", &value)
     }
 
     /// Every rank's `bytes` and file descriptors, by rank (collective): descriptors pass
@@ -364,27 +330,27 @@ impl Iris {
     /// threads share them). For exchanging what another system needs, for example
     /// exported memory to adopt with [`adopt_external`](Iris::adopt_external).
     pub fn all_gather_fds(&self, bytes: &[u8], fds: Vec<OwnedFd>) -> Result<Vec<Contribution>> {
-        self.world
-            .collective
-            .exchange(self.rank, "all_gather_fds", bytes.to_vec(), fds)
+        self.core
+            .collective()
+            .exchange(self.rank(), "all_gather_fds", bytes.to_vec(), fds)
     }
 
     // ----- events --------------------------------------------------------------------
 
     /// A new event, not yet recorded.
     pub fn event(&self) -> Result<Event<'_>> {
-        Ok(Event::new(self, self.device.device().create_event()?))
+        Event::new(&self.core)
     }
 
     /// Records `event` at the current end of this rank's stream.
     pub fn record(&self, event: &Event<'_>) -> Result<()> {
-        self.stream.record(event.inner())
+        event.record()
     }
 
     /// A new event recorded at the current end of this rank's stream.
     pub fn record_event(&self) -> Result<Event<'_>> {
         let event = self.event()?;
-        self.record(&event)?;
+        event.record()?;
         Ok(event)
     }
 
@@ -392,7 +358,7 @@ impl Iris {
 
     /// Loads `unit` on this rank's device now (it is otherwise loaded on first launch).
     pub fn load(&self, unit: &'static KernelUnit) -> Result<()> {
-        self.device.module(unit).map(drop)
+        self.core.device_slot().module(unit).map(drop)
     }
 
     /// How many blocks of kernel `kernel` of `unit`, `block_threads` threads each, can
@@ -409,44 +375,45 @@ impl Iris {
         kernel: usize,
         block_threads: u32,
     ) -> Result<u32> {
-        let info = self.device.info();
+        let info = self.core.device_info();
         if block_threads == 0 || block_threads > info.max_threads_per_block {
             return Err(Error::InvalidConfig(format!(
                 "{block_threads} threads per block: the device takes 1 to {}",
                 info.max_threads_per_block
             )));
         }
-        let module = self.device.module_ref(unit)?;
-        self.device
+        let module = self.core.device_slot().module_ref(unit)?;
+        self.core
             .device()
             .max_active_blocks_per_multiprocessor(&*module, kernel, block_threads, 0)
-            .map_err(|e| e.on_rank(self.rank))
+            .map_err(|e| e.on_rank(self.rank()))
     }
 
-    /// Launches kernel `kernel` of `unit` on this rank's stream, after checking `args`
-    /// against the kernel's parameters and `config` against the kernel's and the device's
-    /// limits. Asynchronous: [`synchronize`](Iris::synchronize) waits for it.
-    pub fn launch(
-        &self,
-        unit: &'static KernelUnit,
-        kernel: usize,
-        config: LaunchConfig,
-        mut args: KernelArgs,
-    ) -> Result<()> {
+    /// Empty arguments for kernel `kernel` of `unit`, bound to this context (what the
+    /// typed launchers `#[iris::kernel]` generates start from).
+    pub fn args(&self, unit: &'static KernelUnit, kernel: usize) -> KernelArgs<'_> {
+        KernelArgs::new(&self.core, unit, kernel)
+    }
+
+    /// Launches the kernel `args` were built for on this rank's stream, after checking
+    /// them against the kernel's parameters and `config` against the kernel's and the
+    /// device's limits. Asynchronous: [`synchronize`](Iris::synchronize) waits for it.
+    pub fn launch(&self, config: LaunchConfig, mut args: KernelArgs<'_>) -> Result<()> {
         // The hot path: no span, no lock, no allocation (for up to 32 slots) once the
         // unit is loaded; a trace-level event when enabled.
+        let (unit, kernel) = (args.unit(), args.kernel());
         tracing::trace!(
             unit = unit.id,
             kernel,
-            rank = self.rank,
+            rank = self.rank(),
             grid = ?config.grid,
             block = ?config.block,
             "launch"
         );
-        validate(unit, kernel, &config, &args, self.device.info(), self.id)?;
-        let module = self.device.module_ref(unit)?;
-        if unit.kernels.get(kernel).is_some_and(|k| k.peer_checks) {
-            self.peer_errors.mark_pending();
+        let spec = validate(&args, &config, self.core.device_info(), self.id())?;
+        let module = self.core.device_slot().module_ref(unit)?;
+        if spec.peer_checks {
+            self.core.mark_checked_launch();
         }
         let mut slots = args.slot_pointers();
         let dims = LaunchDims {
@@ -458,122 +425,32 @@ impl Iris {
         // (validated above); the memory they point to is owned by buffers that outlive the
         // launch or is released only after this stream is synchronized.
         unsafe {
-            self.device
+            self.core
                 .device()
-                .launch(&*self.stream, &*module, kernel, dims, &mut slots)
+                .launch(&**self.core.stream(), &*module, kernel, dims, &mut slots)
         }
-        .map_err(|e| e.on_rank(self.rank))
-    }
-
-    // ----- helpers for buffers -------------------------------------------------------
-
-    pub(crate) fn device_alloc(&self, bytes: usize) -> Result<u64> {
-        let _span = tracing::debug_span!("alloc", rank = self.rank, bytes).entered();
-        self.device.device().alloc(bytes, MemoryKind::Device)
-    }
-
-    pub(crate) fn upload(&self, dst: u64, src: &[u8]) -> Result<()> {
-        if src.is_empty() {
-            return Ok(());
-        }
-        self.synchronize()?;
-        // SAFETY: `dst` is the start of a live allocation of this context of at least
-        // `src.len()` bytes (callers check lengths).
-        unsafe { self.device.device().memcpy_htod(&*self.stream, dst, src) }
-    }
-
-    pub(crate) fn download(&self, src: u64, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() {
-            return Ok(());
-        }
-        self.synchronize()?;
-        // SAFETY: as in `upload`.
-        unsafe { self.device.device().memcpy_dtoh(&*self.stream, dst, src) }
-    }
-
-    pub(crate) fn fill_bytes(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: as in `upload`; the allocation is released only after a synchronize.
-        unsafe {
-            self.device
-                .device()
-                .memset(&*self.stream, dst, value, bytes)
-        }
-    }
-
-    pub(crate) fn copy_on_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: as in `fill_bytes`.
-        unsafe {
-            self.device
-                .device()
-                .memcpy_dtod(&*self.stream, dst, src, bytes)
-        }
-    }
-
-    /// Frees a buffer's allocation once this rank's queued work has finished; leaks it if
-    /// that work does not finish.
-    pub(crate) fn release(&self, addr: u64) {
-        if let Err(err) = self.wait_stream() {
-            tracing::warn!(rank = self.rank, %err, "leaking a buffer: queued work did not finish");
-            self.world.mark_leak();
-            return;
-        }
-        // SAFETY: the buffer is gone and no queued work remains.
-        if let Err(err) = unsafe { self.device.device().free(addr) } {
-            tracing::warn!(rank = self.rank, %err, "freeing a buffer");
-        }
-    }
-
-    pub(crate) fn free_symmetric(
-        &self,
-        provider: ProviderKind,
-        map: &SymmetricAddressMap,
-    ) -> Result<()> {
-        if let Err(err) = self.wait_stream() {
-            self.world.mark_leak();
-            return Err(err);
-        }
-        self.provider(provider)
-            .free(map)
-            .map_err(|e| e.on_rank(self.rank))
+        .map_err(|e| e.on_rank(self.rank()))
     }
 }
 
 impl Drop for Iris {
     fn drop(&mut self) {
-        if let Err(err) = self.wait_stream() {
-            tracing::warn!(rank = self.rank, %err, "a rank's work did not finish");
-            self.world.mark_leak();
+        // The SHMEM engine ends with the world, once this rank's work is done.
+        if self.core.wait_stream().is_ok() {
+            self.shmem.finish();
+        } else {
             self.shmem.abandon();
-            return;
         }
-        if let Err(err) = self
-            .peer_errors
-            .take(self.device.device(), &*self.stream, self.rank)
-        {
-            tracing::warn!(rank = self.rank, %err, "unreported when the context ended");
-        }
-        // SAFETY: the rank's work has finished; the tables naming the word are only read
-        // by kernels of this context.
-        if let Err(err) = unsafe { self.peer_errors.free(self.device.device()) } {
-            tracing::warn!(rank = self.rank, %err, "freeing the error word");
-        }
-        self.shmem.finish();
     }
 }
 
 impl fmt::Debug for Iris {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iris")
-            .field("id", &self.id)
-            .field("rank", &self.rank)
-            .field("world_size", &self.world.size)
-            .field("device", self.device.info())
+            .field("id", &self.id())
+            .field("rank", &self.rank())
+            .field("world_size", &self.world_size())
+            .field("device", self.device_info())
             .finish_non_exhaustive()
     }
 }

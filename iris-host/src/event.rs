@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use crate::context::Iris;
-use iris_driver as backend;
-use iris_driver::Result;
+use iris_driver::{self as driver, Result};
+
+use crate::rank::RankCore;
 
 /// A marker recorded in a rank's stream. The time between two events is the device time
 /// of the work queued between them.
@@ -26,24 +26,29 @@ use iris_driver::Result;
 /// # }
 /// ```
 pub struct Event<'ctx> {
-    iris: &'ctx Iris,
-    inner: Box<dyn backend::Event>,
+    core: &'ctx RankCore,
+    inner: Box<dyn driver::Event>,
 }
 
 impl<'ctx> Event<'ctx> {
-    pub(crate) fn new(iris: &'ctx Iris, inner: Box<dyn backend::Event>) -> Self {
-        Self { iris, inner }
+    /// A new event of `core`'s device, not yet recorded.
+    pub(crate) fn new(core: &'ctx RankCore) -> Result<Self> {
+        Ok(Self {
+            core,
+            inner: core.device().create_event()?,
+        })
     }
 
-    pub(crate) fn inner(&self) -> &dyn backend::Event {
-        &*self.inner
+    /// Records the event at the current end of its rank's stream.
+    pub(crate) fn record(&self) -> Result<()> {
+        self.core.stream().record(&*self.inner)
     }
 
     /// Waits until the work queued before the event has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.inner
-            .synchronize(self.iris.timeout())
-            .map_err(|e| e.on_rank(self.iris.rank()))
+            .synchronize(self.core.timeout())
+            .map_err(|e| e.on_rank(self.core.rank()))
     }
 
     /// Milliseconds of device time from this event to `end` (waits for `end`).
@@ -57,7 +62,7 @@ impl<'ctx> Event<'ctx> {
 impl fmt::Debug for Event<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Event")
-            .field("context", &self.iris.id())
+            .field("context", &self.core.id())
             .finish_non_exhaustive()
     }
 }

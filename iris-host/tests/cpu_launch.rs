@@ -8,7 +8,7 @@ use common::*;
 use iris_device::prelude::f32x4;
 use iris_host::driver::{self as backend, BackendKind};
 use iris_host::module::ModuleCache;
-use iris_host::{AsDevicePtr, Iris, KernelArgs, LaunchConfig, Result, World};
+use iris_host::{AsDevicePtr, Iris, LaunchConfig, Result, World};
 
 fn world(ranks: usize) -> World {
     World::threads(ranks)
@@ -22,10 +22,10 @@ fn write_ids(
     out: &impl AsDevicePtr<u32>,
     n: u64,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), WRITE_IDS);
-    args.pointer(iris, out)?;
+    let mut args = iris.args(unit(), WRITE_IDS);
+    args.pointer(out)?;
     args.value(n);
-    iris.launch(unit(), WRITE_IDS, config.into(), args)
+    iris.launch(config.into(), args)
 }
 
 fn block_reverse(
@@ -36,12 +36,12 @@ fn block_reverse(
     dirty: &impl AsDevicePtr<u32>,
     active: u32,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), BLOCK_REVERSE);
-    args.pointer(iris, input)?;
-    args.pointer(iris, out)?;
-    args.pointer(iris, dirty)?;
+    let mut args = iris.args(unit(), BLOCK_REVERSE);
+    args.pointer(input)?;
+    args.pointer(out)?;
+    args.pointer(dirty)?;
     args.value(active);
-    iris.launch(unit(), BLOCK_REVERSE, config.into(), args)
+    iris.launch(config.into(), args)
 }
 
 #[test]
@@ -110,13 +110,13 @@ fn value_arguments_of_every_size() {
     world(1)
         .run(|iris| {
             let out = iris.zeros::<f64>(1)?;
-            let mut args = KernelArgs::new(unit(), VALUES);
-            args.pointer(iris, &out)?;
+            let mut args = iris.args(unit(), VALUES);
+            args.pointer(&out)?;
             args.value(3u8);
             args.value(500u16);
             args.value(f32x4::new([0.5, 1.5, 2.0, 4.0]));
             args.value(0.25f64);
-            iris.launch(unit(), VALUES, (1, 1).into(), args)?;
+            iris.launch((1, 1).into(), args)?;
             assert_eq!(out.to_vec()?, vec![3.0 + 500.0 + 8.0 + 0.25]);
             Ok(())
         })

@@ -12,9 +12,7 @@ use cudarc::driver::sys;
 use iris_device::abi::{CodeObject, KernelSpec, KernelUnit, ParamKind, ParamSpec, TargetKind};
 use iris_host::driver::cuda::{self, CudaModule, CudaStream};
 use iris_host::driver::{BackendKind, LaunchDims};
-use iris_host::{
-    AsDevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World,
-};
+use iris_host::{AsDevicePtr, Error, Iris, LaunchConfig, Result, SymmetricBuffer, World};
 
 /// `all_gather(input, out: Symmetric<f32>, n, me, world)`: for `i < n`, every peer's
 /// `out[me * n + i] = input[i]`. Emitted by LLVM's NVPTX back end for sm_80.
@@ -127,13 +125,13 @@ fn all_gather(
     me: u32,
     world: u32,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(&UNIT, 0);
-    args.pointer(iris, input)?;
-    args.symmetric(iris, out)?;
+    let mut args = iris.args(&UNIT, 0);
+    args.pointer(input)?;
+    args.symmetric(out)?;
     args.value(n);
     args.value(me);
     args.value(world);
-    iris.launch(&UNIT, 0, config, args)
+    iris.launch(config, args)
 }
 
 fn cuda_present() -> bool {

@@ -15,13 +15,13 @@ fn world(ranks: usize) -> World {
         .heap_bytes(1 << 20)
 }
 
-fn write_ids_args(
-    iris: &Iris,
+fn write_ids_args<'a>(
+    iris: &'a Iris,
     out: &impl iris_host::AsDevicePtr<u32>,
     n: u64,
-) -> Result<KernelArgs> {
-    let mut args = KernelArgs::new(unit(), WRITE_IDS);
-    args.pointer(iris, out)?;
+) -> Result<KernelArgs<'a>> {
+    let mut args = iris.args(unit(), WRITE_IDS);
+    args.pointer(out)?;
     args.value(n);
     Ok(args)
 }
@@ -61,8 +61,8 @@ fn a_buffer_from_another_context() {
                         .contains("launching with a buffer from another context"),
                     "{err}"
                 );
-                let mut args = KernelArgs::new(unit(), ALL_GATHER);
-                let err = args.symmetric(inner, &symmetric).unwrap_err();
+                let mut args = inner.args(unit(), ALL_GATHER);
+                let err = args.symmetric(&symmetric).unwrap_err();
                 assert!(
                     matches!(
                         err,
@@ -86,9 +86,7 @@ fn a_buffer_from_another_context() {
                 );
                 // arguments checked with one context cannot be launched on another
                 let args = write_ids_args(outer, &theirs, 16)?;
-                let err = inner
-                    .launch(unit(), WRITE_IDS, (1, 16).into(), args)
-                    .unwrap_err();
+                let err = inner.launch((1, 16).into(), args).unwrap_err();
                 assert!(matches!(err, Error::InvalidArguments { .. }), "{err}");
                 Ok(())
             })?;
@@ -103,10 +101,10 @@ fn a_unit_without_a_code_object_for_the_device() {
     let err = world(1)
         .run(|iris| {
             let out = iris.zeros::<u32>(16)?;
-            let mut args = KernelArgs::new(unit, WRITE_IDS);
-            args.pointer(iris, &out)?;
+            let mut args = iris.args(unit, WRITE_IDS);
+            args.pointer(&out)?;
             args.value(16u64);
-            iris.launch(unit, WRITE_IDS, (1, 16).into(), args)
+            iris.launch((1, 16).into(), args)
         })
         .unwrap_err();
     let msg = err.to_string();
@@ -134,14 +132,8 @@ fn invalid_launch_configurations() {
     world(1)
         .run(|iris| {
             let out = iris.zeros::<u32>(64)?;
-            let launch = |config: LaunchConfig| {
-                iris.launch(
-                    unit(),
-                    WRITE_IDS,
-                    config,
-                    write_ids_args(iris, &out, 32).unwrap(),
-                )
-            };
+            let launch =
+                |config: LaunchConfig| iris.launch(config, write_ids_args(iris, &out, 32).unwrap());
             let config_error = |config: LaunchConfig, needle: &str| {
                 let err = launch(config).unwrap_err();
                 assert!(matches!(err, Error::InvalidLaunchConfig { .. }), "{err}");
@@ -169,15 +161,13 @@ fn invalid_launch_configurations() {
             );
             // over the kernel's own limit (values is built for 256 threads)
             let f = iris.zeros::<f64>(1)?;
-            let mut args = KernelArgs::new(unit(), VALUES);
-            args.pointer(iris, &f)?;
+            let mut args = iris.args(unit(), VALUES);
+            args.pointer(&f)?;
             args.value(1u8);
             args.value(1u16);
             args.value(iris_device::prelude::f32x4::splat(0.0));
             args.value(1.0f64);
-            let err = iris
-                .launch(unit(), VALUES, (1, 512).into(), args)
-                .unwrap_err();
+            let err = iris.launch((1, 512).into(), args).unwrap_err();
             assert!(
                 err.to_string().contains("kernel was built for at most 256"),
                 "{err}"
@@ -193,39 +183,38 @@ fn arguments_that_do_not_match_the_parameters() {
     world(1)
         .run(|iris| {
             let out = iris.zeros::<u32>(64)?;
-            let expect = |args: KernelArgs, needle: &str| {
-                let err = iris
-                    .launch(unit(), WRITE_IDS, (1, 32).into(), args)
-                    .unwrap_err();
+            let expect = |args: KernelArgs<'_>, needle: &str| {
+                let err = iris.launch((1, 32).into(), args).unwrap_err();
                 assert!(matches!(err, Error::InvalidArguments { .. }), "{err}");
                 assert!(err.to_string().contains(needle), "{err}");
             };
             // too few
-            let mut args = KernelArgs::new(unit(), WRITE_IDS);
-            args.pointer(iris, &out)?;
+            let mut args = iris.args(unit(), WRITE_IDS);
+            args.pointer(&out)?;
             expect(args, "1 argument slot(s) bound");
             // wrong value size
-            let mut args = KernelArgs::new(unit(), WRITE_IDS);
-            args.pointer(iris, &out)?;
+            let mut args = iris.args(unit(), WRITE_IDS);
+            args.pointer(&out)?;
             args.value(32u32);
             expect(
                 args,
                 "parameter 1 `n: u64` takes a value of 8 bytes (align 8), got `u32` of 4 bytes",
             );
             // a value where a pointer goes
-            let mut args = KernelArgs::new(unit(), WRITE_IDS);
+            let mut args = iris.args(unit(), WRITE_IDS);
             args.value(0u64);
             args.value(32u64);
             expect(
                 args,
                 "parameter 0 `out: *mut u32` takes a device pointer, got a value",
             );
-            // built for another kernel
-            let args = KernelArgs::new(unit(), VALUES);
-            expect(args, "built for kernel 2");
+            // arguments name their kernel: empty ones for another kernel are its
+            // arguments, checked against its parameters
+            let args = iris.args(unit(), VALUES);
+            expect(args, "kernel `values`: 0 argument slot(s) bound");
             // no such kernel
             let err = iris
-                .launch(unit(), 99, (1, 1).into(), KernelArgs::new(unit(), 99))
+                .launch((1, 1).into(), iris.args(unit(), 99))
                 .unwrap_err();
             assert!(
                 matches!(
@@ -241,7 +230,7 @@ fn arguments_that_do_not_match_the_parameters() {
             // raw device pointers are accepted unchecked
             let raw = unsafe { DevicePtr::<u32>::from_raw(out.addr()) };
             let args = write_ids_args(iris, &raw, 32)?;
-            iris.launch(unit(), WRITE_IDS, (1, 32).into(), args)?;
+            iris.launch((1, 32).into(), args)?;
             Ok(())
         })
         .unwrap();
@@ -321,9 +310,9 @@ fn a_kernel_that_never_finishes_times_out() {
         .timeout(Duration::from_millis(300))
         .run(|iris| {
             let flag = iris.zeros::<u32>(1)?;
-            let mut args = KernelArgs::new(unit(), SPIN);
-            args.pointer(iris, &flag)?;
-            iris.launch(unit(), SPIN, (1, 1).into(), args)?;
+            let mut args = iris.args(unit(), SPIN);
+            args.pointer(&flag)?;
+            iris.launch((1, 1).into(), args)?;
             let err = iris.synchronize().unwrap_err();
             assert!(matches!(err, Error::Timeout { rank: Some(0), .. }), "{err}");
             // release the kernel by writing the flag behind the stream's back

@@ -28,9 +28,7 @@ use iris_device::abi::{CodeObject, KernelUnit, TargetKind};
 use iris_host::driver::cpu::HOST_TRIPLE;
 use iris_host::driver::BackendKind;
 use iris_host::symmetric::{HeapAllocator, HeapError, HEAP_ALIGN};
-use iris_host::{
-    Buffer, Error, Iris, KernelArgs, LaunchConfig, ProviderKind, Result, SymmetricBuffer, World,
-};
+use iris_host::{Buffer, Error, Iris, LaunchConfig, ProviderKind, Result, SymmetricBuffer, World};
 
 fn world(ranks: usize) -> World {
     World::threads(ranks)
@@ -39,10 +37,10 @@ fn world(ranks: usize) -> World {
 }
 
 fn write_ids(iris: &Iris, out: &Buffer<'_, u32>, n: u64, config: LaunchConfig) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), WRITE_IDS);
-    args.pointer(iris, out)?;
+    let mut args = iris.args(unit(), WRITE_IDS);
+    args.pointer(out)?;
     args.value(n);
-    iris.launch(unit(), WRITE_IDS, config, args)
+    iris.launch(config, args)
 }
 
 fn all_gather(
@@ -51,13 +49,13 @@ fn all_gather(
     out: &SymmetricBuffer<'_, f32>,
     n: u64,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), ALL_GATHER);
-    args.pointer(iris, input)?;
-    args.symmetric(iris, out)?;
+    let mut args = iris.args(unit(), ALL_GATHER);
+    args.pointer(input)?;
+    args.symmetric(out)?;
     args.value(n);
     args.value(iris.rank() as u32);
     args.value(iris.world_size() as u32);
-    iris.launch(unit(), ALL_GATHER, LaunchConfig::for_elements(n, 64), args)
+    iris.launch(LaunchConfig::for_elements(n, 64), args)
 }
 
 // ----- grids ------------------------------------------------------------------------------
@@ -359,10 +357,10 @@ fn launch_unit(unit: &'static KernelUnit) -> Error {
     world(1)
         .run(|iris| {
             let out = iris.zeros::<u32>(16)?;
-            let mut args = KernelArgs::new(unit, WRITE_IDS);
-            args.pointer(iris, &out)?;
+            let mut args = iris.args(unit, WRITE_IDS);
+            args.pointer(&out)?;
             args.value(16u64);
-            iris.launch(unit, WRITE_IDS, (1, 16).into(), args)
+            iris.launch((1, 16).into(), args)
         })
         .unwrap_err()
 }

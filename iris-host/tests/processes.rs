@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use iris_host::driver::{BackendKind, MemoryKind};
-use iris_host::{
-    Error, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, Result, SymmetricBuffer, World,
-};
+use iris_host::{Error, Iris, LaunchConfig, Pod, ProviderKind, Result, SymmetricBuffer, World};
 
 const ROLE: &str = "IRIS_TEST_ROLE";
 /// Elements each rank contributes to the all-gather.
@@ -40,30 +38,25 @@ fn all_gather(
     input: &iris_host::Buffer<'_, f32>,
     out: &SymmetricBuffer<'_, f32>,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), ALL_GATHER);
-    args.pointer(iris, input)?;
-    args.symmetric(iris, out)?;
+    let mut args = iris.args(unit(), ALL_GATHER);
+    args.pointer(input)?;
+    args.symmetric(out)?;
     args.value(input.len() as u64);
     args.value(iris.rank() as u32);
     args.value(iris.world_size() as u32);
-    iris.launch(
-        unit(),
-        ALL_GATHER,
-        LaunchConfig::for_elements(input.len() as u64, 64),
-        args,
-    )
+    iris.launch(LaunchConfig::for_elements(input.len() as u64, 64), args)
 }
 
 fn remote_add(iris: &Iris, counter: &SymmetricBuffer<'_, u64>) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), REMOTE_ADD);
-    args.symmetric(iris, counter)?;
+    let mut args = iris.args(unit(), REMOTE_ADD);
+    args.symmetric(counter)?;
     args.value(PER_THREAD);
     args.value(iris.world_size() as u32);
     let config = LaunchConfig {
         grid: [BLOCKS, 1, 1],
         block: [THREADS, 1, 1],
     };
-    iris.launch(unit(), REMOTE_ADD, config, args)
+    iris.launch(config, args)
 }
 
 fn input_of(rank: usize, sign: f32) -> Vec<f32> {

@@ -6,9 +6,7 @@ mod common;
 use common::*;
 use iris_host::driver::BackendKind;
 use iris_host::symmetric::HEAP_ALIGN;
-use iris_host::{
-    AsDevicePtr, Error, Iris, KernelArgs, LaunchConfig, Result, SymmetricBuffer, World,
-};
+use iris_host::{AsDevicePtr, Error, Iris, LaunchConfig, Result, SymmetricBuffer, World};
 use rand::{Rng, SeedableRng};
 
 fn world(ranks: usize) -> World {
@@ -27,13 +25,13 @@ fn all_gather(
     me: u32,
     world: u32,
 ) -> Result<()> {
-    let mut args = KernelArgs::new(unit(), ALL_GATHER);
-    args.pointer(iris, input)?;
-    args.symmetric(iris, out)?;
+    let mut args = iris.args(unit(), ALL_GATHER);
+    args.pointer(input)?;
+    args.symmetric(out)?;
     args.value(n);
     args.value(me);
     args.value(world);
-    iris.launch(unit(), ALL_GATHER, config.into(), args)
+    iris.launch(config.into(), args)
 }
 
 const POISON: f32 = -1.0e30;
@@ -219,7 +217,7 @@ fn symmetric_from_slice_and_local_pointer() {
             let data: Vec<u64> = (0..77).map(|i| i * 10 + iris.rank() as u64).collect();
             let buf = iris.symmetric_from_slice(&data)?;
             assert_eq!(buf.to_vec()?, data);
-            assert_eq!(buf.local_ptr().device_addr(iris)?, buf.map().base());
+            assert_eq!(buf.local_ptr().device_addr(iris.core())?, buf.map().base());
             assert_eq!(buf.local_ptr().addr(), buf.map().base());
             let peer = 1 - iris.rank();
             assert_eq!(

@@ -72,12 +72,12 @@ pub fn launcher_module(
             Type::Ptr { .. } => {
                 let elem = element_tokens(&pt.ty);
                 params.push(quote!(#pname: &impl ::iris::AsDevicePtr<#elem>));
-                pushes.push(quote!(__args.pointer(#iris, #pname)?;));
+                pushes.push(quote!(__args.pointer(#pname)?;));
             }
             Type::Symmetric(_) => {
                 let elem = element_tokens(&pt.ty);
                 params.push(quote!(#pname: &::iris::SymmetricBuffer<'_, #elem>));
-                pushes.push(quote!(__args.symmetric(#iris, #pname)?;));
+                pushes.push(quote!(__args.symmetric(#pname)?;));
             }
             _ => {
                 let ty = &pt.ty;
@@ -114,9 +114,9 @@ pub fn launcher_module(
                 #config: impl ::core::convert::Into<::iris::LaunchConfig>,
                 #(#params),*
             ) -> ::iris::Result<()> {
-                let mut __args = ::iris::KernelArgs::new(&UNIT, #kernel_index);
+                let mut __args = #iris.args(&UNIT, #kernel_index);
                 #(#pushes)*
-                #iris.launch(&UNIT, #kernel_index, #config.into(), __args)
+                #iris.launch(#config.into(), __args)
             }
         }
     }

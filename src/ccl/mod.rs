@@ -136,7 +136,7 @@ fn check_buffers<T: CclElement>(
     output: &SymmetricBuffer<'_, T>,
 ) -> Result<()> {
     for (role, buffer) in [("input", input), ("output", output)] {
-        let owner = buffer.context().id();
+        let owner = buffer.context_id();
         if owner != ccl.iris().id() {
             return Err(Error::ForeignBuffer {
                 what: if role == "input" {

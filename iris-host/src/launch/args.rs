@@ -11,11 +11,11 @@ use core::ffi::c_void;
 use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 use smallvec::SmallVec;
 
-use crate::context::Iris;
 use crate::memory::AsDevicePtr;
 use crate::pod::Pod;
+use crate::rank::RankCore;
 use crate::symmetric::SymmetricBuffer;
-use iris_driver::{Error, Result};
+use iris_driver::Result;
 
 /// Slots (and 16-byte chunks of slot storage) held without allocating.
 pub(crate) const INLINE_SLOTS: usize = 32;
@@ -50,22 +50,24 @@ pub(crate) struct Mismatch {
 /// The arguments of one launch of kernel `kernel` of a unit: one slot per pointer or
 /// value, three per symmetric buffer, in parameter order.
 ///
+/// The arguments are bound to one rank's context when they are made: every buffer bound
+/// is checked against it then, and the launch checks that it is the launching context.
 /// What `#[iris::kernel]` generates inside `kernel::launch`:
 ///
 /// ```text
-/// let mut args = KernelArgs::new(&UNIT, 0);
-/// args.pointer(iris, &input)?;
-/// args.symmetric(iris, &out)?;
+/// let mut args = iris.args(&UNIT, 0);
+/// args.pointer(&input)?;
+/// args.symmetric(&out)?;
 /// args.value(n);
-/// iris.launch(&UNIT, 0, config, args)?;
+/// iris.launch(config, args)?;
 /// ```
 #[derive(Debug)]
-pub struct KernelArgs {
+pub struct KernelArgs<'ctx> {
+    core: &'ctx RankCore,
     unit: &'static KernelUnit,
     kernel: usize,
     /// The kernel's spec, when `kernel` is an index of the unit.
     spec: Option<&'static KernelSpec>,
-    context: Option<u64>,
     /// 16-byte-aligned slot storage.
     data: SmallVec<[u128; INLINE_SLOTS]>,
     /// Byte offset of each slot in `data`.
@@ -79,14 +81,15 @@ pub struct KernelArgs {
     deferred: Option<String>,
 }
 
-impl KernelArgs {
-    /// Empty arguments for kernel `kernel` of `unit`.
-    pub fn new(unit: &'static KernelUnit, kernel: usize) -> Self {
+impl<'ctx> KernelArgs<'ctx> {
+    /// Empty arguments for kernel `kernel` of `unit`, launched by the rank of `core`
+    /// (usually made with [`Iris::args`](crate::Iris::args)).
+    pub fn new(core: &'ctx RankCore, unit: &'static KernelUnit, kernel: usize) -> Self {
         Self {
+            core,
             unit,
             kernel,
             spec: unit.kernels.get(kernel),
-            context: None,
             data: SmallVec::new(),
             offsets: SmallVec::new(),
             next_param: 0,
@@ -97,24 +100,18 @@ impl KernelArgs {
     }
 
     /// Binds a pointer parameter: the device address of `ptr`, after checking that it
-    /// belongs to `iris`.
-    pub fn pointer<T>(&mut self, iris: &Iris, ptr: &(impl AsDevicePtr<T> + ?Sized)) -> Result<()> {
-        self.bind(iris)?;
-        let addr = ptr.device_addr(iris)?;
+    /// belongs to the arguments' context.
+    pub fn pointer<T>(&mut self, ptr: &(impl AsDevicePtr<T> + ?Sized)) -> Result<()> {
+        let addr = ptr.device_addr(self.core)?;
         self.push(&addr.to_ne_bytes(), 8, SlotKind::Pointer);
         Ok(())
     }
 
     /// Binds a `Symmetric<T>` parameter: three slots (local pointer, local base, device
-    /// address of the peer table), after checking that `buffer` belongs to `iris` and that
-    /// every peer's copy is reachable. Nothing is copied to the device.
-    pub fn symmetric<T: Pod>(
-        &mut self,
-        iris: &Iris,
-        buffer: &SymmetricBuffer<'_, T>,
-    ) -> Result<()> {
-        self.bind(iris)?;
-        buffer.check_launchable(iris)?;
+    /// address of the peer table), after checking that `buffer` belongs to the arguments'
+    /// context and that every peer's copy is reachable. Nothing is copied to the device.
+    pub fn symmetric<T: Pod>(&mut self, buffer: &SymmetricBuffer<'_, T>) -> Result<()> {
+        buffer.check_launchable(self.core)?;
         let map = buffer.map();
         for (part, word) in [map.base(), map.base(), map.table()]
             .into_iter()
@@ -157,8 +154,9 @@ impl KernelArgs {
         self.offsets.len()
     }
 
-    pub(crate) fn context(&self) -> Option<u64> {
-        self.context
+    /// The id of the context the arguments are bound to.
+    pub fn context_id(&self) -> u64 {
+        self.core.id()
     }
 
     pub(crate) fn deferred_error(&self) -> Option<&str> {
@@ -179,29 +177,6 @@ impl KernelArgs {
             // SAFETY: every offset lies inside `data`.
             .map(|&offset| unsafe { base.add(offset as usize) }.cast::<c_void>())
             .collect()
-    }
-
-    fn bind(&mut self, iris: &Iris) -> Result<()> {
-        match self.context {
-            Some(id) if id != iris.id() => Err(Error::InvalidArguments {
-                kernel: self.kernel_name(),
-                reason: format!(
-                    "arguments are bound with context {id} and with context {}",
-                    iris.id()
-                ),
-            }),
-            _ => {
-                self.context = Some(iris.id());
-                Ok(())
-            }
-        }
-    }
-
-    pub(crate) fn kernel_name(&self) -> String {
-        match self.spec {
-            Some(spec) => spec.name.to_string(),
-            None => format!("{}#{}", self.unit.id, self.kernel),
-        }
     }
 
     #[inline]
@@ -296,6 +271,18 @@ mod tests {
         }))
     }
 
+    /// Runs `f` with the core of a one-rank world on the CPU.
+    fn with_core(f: impl Fn(&RankCore) + Sync) {
+        crate::World::threads(1)
+            .backend(iris_driver::BackendKind::Cpu)
+            .heap_bytes(1 << 12)
+            .run(|iris| {
+                f(iris.core());
+                Ok(())
+            })
+            .unwrap();
+    }
+
     /// The bytes slot `i` points at.
     fn read(pointers: &SlotPointers, i: usize, len: usize) -> Vec<u8> {
         // SAFETY: the test reads no more than the slot's value, while `args` lives.
@@ -304,81 +291,89 @@ mod tests {
 
     #[test]
     fn values_of_every_size_are_laid_out_aligned_and_read_back() {
-        let unit = unit(vec![value(1, 1), value(24, 8), value(16, 16), value(8, 8)]);
-        let mut args = KernelArgs::new(unit, 0);
-        args.value(7u8);
-        args.value([1u64, 2, 3]);
-        args.value(u128::MAX - 5);
-        args.value(42u64);
-        assert_eq!(args.slot_count(), 4);
-        assert!(args.mismatch().is_none());
-        let pointers = args.slot_pointers();
-        assert!(pointers.iter().all(|p| p.align_offset(16) == 0));
-        assert_eq!(read(&pointers, 0, 1), [7]);
-        let three: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_ne_bytes()).collect();
-        assert_eq!(read(&pointers, 1, 24), three);
-        assert_eq!(read(&pointers, 2, 16), (u128::MAX - 5).to_ne_bytes());
-        assert_eq!(read(&pointers, 3, 8), 42u64.to_ne_bytes());
+        with_core(|core| {
+            let unit = unit(vec![value(1, 1), value(24, 8), value(16, 16), value(8, 8)]);
+            let mut args = KernelArgs::new(core, unit, 0);
+            args.value(7u8);
+            args.value([1u64, 2, 3]);
+            args.value(u128::MAX - 5);
+            args.value(42u64);
+            assert_eq!(args.slot_count(), 4);
+            assert!(args.mismatch().is_none());
+            let pointers = args.slot_pointers();
+            assert!(pointers.iter().all(|p| p.align_offset(16) == 0));
+            assert_eq!(read(&pointers, 0, 1), [7]);
+            let three: Vec<u8> = [1u64, 2, 3].iter().flat_map(|w| w.to_ne_bytes()).collect();
+            assert_eq!(read(&pointers, 1, 24), three);
+            assert_eq!(read(&pointers, 2, 16), (u128::MAX - 5).to_ne_bytes());
+            assert_eq!(read(&pointers, 3, 8), 42u64.to_ne_bytes());
+        });
     }
 
     #[test]
     fn more_slots_than_fit_inline_spill_to_the_heap() {
-        let count = INLINE_SLOTS + 9;
-        let unit = unit(vec![value(4, 4); count]);
-        let mut args = KernelArgs::new(unit, 0);
-        for i in 0..count as u32 {
-            args.value(i * 3);
-        }
-        assert_eq!(args.slot_count(), count);
-        assert!(args.mismatch().is_none());
-        let pointers = args.slot_pointers();
-        for i in 0..count {
-            assert_eq!(read(&pointers, i, 4), (i as u32 * 3).to_ne_bytes());
-        }
+        with_core(|core| {
+            let count = INLINE_SLOTS + 9;
+            let unit = unit(vec![value(4, 4); count]);
+            let mut args = KernelArgs::new(core, unit, 0);
+            for i in 0..count as u32 {
+                args.value(i * 3);
+            }
+            assert_eq!(args.slot_count(), count);
+            assert!(args.mismatch().is_none());
+            let pointers = args.slot_pointers();
+            for i in 0..count {
+                assert_eq!(read(&pointers, i, 4), (i as u32 * 3).to_ne_bytes());
+            }
+        });
     }
 
     #[test]
     fn the_first_slot_that_does_not_fit_its_parameter_is_kept() {
-        let unit = unit(vec![
-            param(ParamKind::Symmetric),
-            value(8, 8),
-            param(ParamKind::Pointer),
-        ]);
-        // symmetric parts 0 and 1, then a value where part 2 goes
-        let mut args = KernelArgs::new(unit, 0);
-        args.push(&[0; 8], 8, SlotKind::Symmetric(0));
-        args.push(&[0; 8], 8, SlotKind::Symmetric(1));
-        args.value(1u64);
-        args.value(2u32);
-        let m = args.mismatch().map(|m| (m.param, m.got));
-        assert_eq!(m, Some((0, SlotKind::Value("u64"))));
-        // a well-formed list, then a value of the wrong size
-        let mut args = KernelArgs::new(unit, 0);
-        for part in 0..3 {
-            args.push(&[0; 8], 8, SlotKind::Symmetric(part));
-        }
-        args.value(1u32);
-        args.push(&[0; 8], 8, SlotKind::Pointer);
-        let m = args.mismatch().map(|m| (m.param, m.size, m.align));
-        assert_eq!(m, Some((1, 4, 4)));
-        // extra slots are left to the count check
-        let mut args = KernelArgs::new(unit, 0);
-        for part in 0..3 {
-            args.push(&[0; 8], 8, SlotKind::Symmetric(part));
-        }
-        args.value(1u64);
-        args.push(&[0; 8], 8, SlotKind::Pointer);
-        args.value(5u8);
-        assert!(args.mismatch().is_none());
-        assert_eq!(args.slot_count(), 6);
+        with_core(|core| {
+            let unit = unit(vec![
+                param(ParamKind::Symmetric),
+                value(8, 8),
+                param(ParamKind::Pointer),
+            ]);
+            // symmetric parts 0 and 1, then a value where part 2 goes
+            let mut args = KernelArgs::new(core, unit, 0);
+            args.push(&[0; 8], 8, SlotKind::Symmetric(0));
+            args.push(&[0; 8], 8, SlotKind::Symmetric(1));
+            args.value(1u64);
+            args.value(2u32);
+            let m = args.mismatch().map(|m| (m.param, m.got));
+            assert_eq!(m, Some((0, SlotKind::Value("u64"))));
+            // a well-formed list, then a value of the wrong size
+            let mut args = KernelArgs::new(core, unit, 0);
+            for part in 0..3 {
+                args.push(&[0; 8], 8, SlotKind::Symmetric(part));
+            }
+            args.value(1u32);
+            args.push(&[0; 8], 8, SlotKind::Pointer);
+            let m = args.mismatch().map(|m| (m.param, m.size, m.align));
+            assert_eq!(m, Some((1, 4, 4)));
+            // extra slots are left to the count check
+            let mut args = KernelArgs::new(core, unit, 0);
+            for part in 0..3 {
+                args.push(&[0; 8], 8, SlotKind::Symmetric(part));
+            }
+            args.value(1u64);
+            args.push(&[0; 8], 8, SlotKind::Pointer);
+            args.value(5u8);
+            assert!(args.mismatch().is_none());
+            assert_eq!(args.slot_count(), 6);
+        });
     }
 
     #[test]
     fn arguments_for_a_kernel_the_unit_lacks_are_not_checked_when_bound() {
-        let unit = unit(vec![value(8, 8)]);
-        let mut args = KernelArgs::new(unit, 3);
-        args.value(1u8);
-        assert!(args.mismatch().is_none());
-        assert_eq!(args.kernel_name(), "args_tests#3");
+        with_core(|core| {
+            let unit = unit(vec![value(8, 8)]);
+            let mut args = KernelArgs::new(core, unit, 3);
+            args.value(1u8);
+            assert!(args.mismatch().is_none());
+            assert_eq!(args.kernel(), 3);
+        });
     }
 }

@@ -1,23 +1,22 @@
 //! Checking a launch before it reaches the device: arguments against the kernel's
 //! parameters, grid and block against the kernel's and the device's limits.
 
-use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
+use iris_device::abi::{KernelSpec, ParamKind};
 
 use super::args::SlotKind;
 use super::{KernelArgs, LaunchConfig};
 use iris_driver::DeviceInfo;
 use iris_driver::{Error, Result};
 
-/// Checks a launch of kernel `kernel` of `unit` with `args` and `config` on a device
-/// described by `device`, from context `context`; returns the kernel's spec.
+/// Checks a launch with `args` (which name the kernel) and `config` on a device described
+/// by `device`, from context `context`; returns the kernel's spec.
 pub(crate) fn validate(
-    unit: &'static KernelUnit,
-    kernel: usize,
+    args: &KernelArgs<'_>,
     config: &LaunchConfig,
-    args: &KernelArgs,
     device: &DeviceInfo,
     context: u64,
 ) -> Result<&'static KernelSpec> {
+    let (unit, kernel) = (args.unit(), args.kernel());
     let spec = unit.kernels.get(kernel).ok_or(Error::NoSuchKernel {
         unit: unit.id,
         index: kernel,
@@ -27,19 +26,11 @@ pub(crate) fn validate(
         kernel: spec.name.to_string(),
         reason,
     };
-    if !std::ptr::eq(args.unit(), unit) || args.kernel() != kernel {
+    let owner = args.context_id();
+    if owner != context {
         return Err(invalid_args(format!(
-            "the arguments were built for kernel {} of unit `{}`",
-            args.kernel(),
-            args.unit().id
+            "the arguments were bound with context {owner}, the launch is on context {context}"
         )));
-    }
-    if let Some(owner) = args.context() {
-        if owner != context {
-            return Err(invalid_args(format!(
-                "the arguments were bound with context {owner}, the launch is on context {context}"
-            )));
-        }
     }
     if let Some(problem) = args.deferred_error() {
         return Err(invalid_args(problem.to_string()));
@@ -54,7 +45,7 @@ pub(crate) fn validate(
 
 /// The slot count against the spec, then the first slot that did not fit its parameter
 /// (found while the slots were bound).
-fn check_slots(spec: &KernelSpec, args: &KernelArgs) -> Result<(), String> {
+fn check_slots(spec: &KernelSpec, args: &KernelArgs<'_>) -> Result<(), String> {
     let bound = args.slot_count();
     if bound != spec.slot_count() {
         return Err(format!(

@@ -4,15 +4,15 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::{AsDevicePtr, DevicePtr};
-use crate::context::Iris;
 use crate::pod::{as_bytes, as_bytes_mut, byte_len, zeroed_vec, Pod};
+use crate::rank::RankCore;
 use iris_driver::{Error, Result};
 
 /// `len` elements of `T` in the device memory of one context, freed on drop (after the
 /// context's queued work has finished). An empty buffer allocates nothing and has the
 /// null address.
 pub struct Buffer<'ctx, T: Pod> {
-    iris: &'ctx Iris,
+    core: &'ctx RankCore,
     addr: u64,
     len: usize,
     _elem: PhantomData<T>,
@@ -20,33 +20,33 @@ pub struct Buffer<'ctx, T: Pod> {
 
 impl<'ctx, T: Pod> Buffer<'ctx, T> {
     /// `len` zeroed elements.
-    pub fn zeros(iris: &'ctx Iris, len: usize) -> Result<Self> {
-        let buffer = Self::allocate(iris, len)?;
-        iris.fill_bytes(buffer.addr, 0, buffer.bytes())?;
+    pub fn zeros(core: &'ctx RankCore, len: usize) -> Result<Self> {
+        let buffer = Self::allocate(core, len)?;
+        core.fill_bytes(buffer.addr, 0, buffer.bytes())?;
         Ok(buffer)
     }
 
     /// A copy of `data`.
-    pub fn from_slice(iris: &'ctx Iris, data: &[T]) -> Result<Self> {
-        let buffer = Self::allocate(iris, data.len())?;
+    pub fn from_slice(core: &'ctx RankCore, data: &[T]) -> Result<Self> {
+        let buffer = Self::allocate(core, data.len())?;
         buffer.copy_from_slice(data)?;
         Ok(buffer)
     }
 
     /// `len` copies of `value`.
-    pub fn full(iris: &'ctx Iris, len: usize, value: T) -> Result<Self> {
-        Self::from_slice(iris, &vec![value; len])
+    pub fn full(core: &'ctx RankCore, len: usize, value: T) -> Result<Self> {
+        Self::from_slice(core, &vec![value; len])
     }
 
-    fn allocate(iris: &'ctx Iris, len: usize) -> Result<Self> {
+    fn allocate(core: &'ctx RankCore, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
         let addr = if bytes == 0 {
             0
         } else {
-            iris.device_alloc(bytes)?
+            core.device_alloc(bytes)?
         };
         Ok(Self {
-            iris,
+            core,
             addr,
             len,
             _elem: PhantomData,
@@ -75,24 +75,24 @@ impl<'ctx, T: Pod> Buffer<'ctx, T> {
 
     /// A device pointer to its first element, tied to its context.
     pub fn device_ptr(&self) -> DevicePtr<T> {
-        DevicePtr::owned(self.addr, self.iris.id())
+        DevicePtr::owned(self.addr, self.core.id())
     }
 
-    /// The context that owns it.
-    pub fn context(&self) -> &'ctx Iris {
-        self.iris
+    /// The id of the context that owns it.
+    pub fn context_id(&self) -> u64 {
+        self.core.id()
     }
 
     /// Overwrites it with `data` (after the context's queued work).
     pub fn copy_from_slice(&self, data: &[T]) -> Result<()> {
         self.check_len("Buffer::copy_from_slice", data.len())?;
-        self.iris.upload(self.addr, as_bytes(data))
+        self.core.upload(self.addr, as_bytes(data))
     }
 
     /// Copies it into `out` (after the context's queued work).
     pub fn copy_to_slice(&self, out: &mut [T]) -> Result<()> {
         self.check_len("Buffer::copy_to_slice", out.len())?;
-        self.iris.download(self.addr, as_bytes_mut(out))
+        self.core.download(self.addr, as_bytes_mut(out))
     }
 
     /// Its contents (after the context's queued work).
@@ -105,15 +105,8 @@ impl<'ctx, T: Pod> Buffer<'ctx, T> {
     /// Overwrites it with the contents of `src`, on the device (queued).
     pub fn copy_from_buffer(&self, src: &Buffer<'_, T>) -> Result<()> {
         self.check_len("Buffer::copy_from_buffer", src.len)?;
-        if src.iris.id() != self.iris.id() {
-            return Err(Error::ForeignBuffer {
-                what: "buffer",
-                owner: src.iris.id(),
-                launcher: self.iris.id(),
-                rank: self.iris.rank(),
-            });
-        }
-        self.iris.copy_on_device(self.addr, src.addr, self.bytes())
+        self.core.check_owner("buffer", src.core.id())?;
+        self.core.copy_on_device(self.addr, src.addr, self.bytes())
     }
 
     fn check_len(&self, what: &'static str, got: usize) -> Result<()> {
@@ -130,24 +123,16 @@ impl<'ctx, T: Pod> Buffer<'ctx, T> {
 }
 
 impl<T: Pod> AsDevicePtr<T> for Buffer<'_, T> {
-    fn device_addr(&self, iris: &Iris) -> Result<u64> {
-        if self.iris.id() == iris.id() {
-            Ok(self.addr)
-        } else {
-            Err(Error::ForeignBuffer {
-                what: "buffer",
-                owner: self.iris.id(),
-                launcher: iris.id(),
-                rank: iris.rank(),
-            })
-        }
+    fn device_addr(&self, core: &RankCore) -> Result<u64> {
+        core.check_owner("buffer", self.core.id())?;
+        Ok(self.addr)
     }
 }
 
 impl<T: Pod> Drop for Buffer<'_, T> {
     fn drop(&mut self) {
         if self.addr != 0 {
-            self.iris.release(self.addr);
+            self.core.release(self.addr);
         }
     }
 }
@@ -158,7 +143,7 @@ impl<T: Pod> fmt::Debug for Buffer<'_, T> {
             .field("elem", &std::any::type_name::<T>())
             .field("len", &self.len)
             .field("addr", &format_args!("{:#x}", self.addr))
-            .field("context", &self.iris.id())
+            .field("context", &self.core.id())
             .finish()
     }
 }

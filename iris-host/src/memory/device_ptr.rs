@@ -3,8 +3,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::context::Iris;
-use iris_driver::{Error, Result};
+use crate::rank::RankCore;
+use iris_driver::Result;
 
 /// A device address of elements of type `T`, optionally tied to the context whose memory
 /// it points into.
@@ -102,27 +102,22 @@ impl<T> fmt::Debug for DevicePtr<T> {
 /// Anything a kernel's pointer parameter (`*const T`, `*mut T`) accepts: buffers,
 /// symmetric buffers (their local copy) and device pointers.
 pub trait AsDevicePtr<T> {
-    /// The device address to pass, after checking that the memory belongs to `iris`
-    /// (the context launching the kernel).
-    fn device_addr(&self, iris: &Iris) -> Result<u64>;
+    /// The device address to pass, after checking that the memory belongs to `core`
+    /// (the rank launching the kernel).
+    fn device_addr(&self, core: &RankCore) -> Result<u64>;
 }
 
 impl<T> AsDevicePtr<T> for DevicePtr<T> {
-    fn device_addr(&self, iris: &Iris) -> Result<u64> {
-        match self.owner {
-            Some(owner) if owner != iris.id() => Err(Error::ForeignBuffer {
-                what: "device pointer",
-                owner,
-                launcher: iris.id(),
-                rank: iris.rank(),
-            }),
-            _ => Ok(self.addr),
+    fn device_addr(&self, core: &RankCore) -> Result<u64> {
+        if let Some(owner) = self.owner {
+            core.check_owner("device pointer", owner)?;
         }
+        Ok(self.addr)
     }
 }
 
 impl<T, P: AsDevicePtr<T> + ?Sized> AsDevicePtr<T> for &P {
-    fn device_addr(&self, iris: &Iris) -> Result<u64> {
-        (**self).device_addr(iris)
+    fn device_addr(&self, core: &RankCore) -> Result<u64> {
+        (**self).device_addr(core)
     }
 }

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{ProviderKind, SymmetricAddressMap};
-use crate::context::Iris;
+use super::{ProviderKind, SymmetricAddressMap, SymmetricProvider};
 use crate::memory::DevicePtr;
 use crate::pod::{as_bytes, as_bytes_mut, zeroed_vec, Pod};
+use crate::rank::RankCore;
 use iris_driver::{Error, Result};
 
 /// `len` elements of `T` that every rank of the world holds a copy of, with the table of
@@ -19,7 +19,8 @@ use iris_driver::{Error, Result};
 /// the table is released). Release symmetric buffers in the same order on every rank,
 /// after the peers are done with them (a [`barrier`](Iris::barrier)).
 pub struct SymmetricBuffer<'ctx, T: Pod> {
-    iris: &'ctx Iris,
+    core: &'ctx RankCore,
+    source: &'ctx dyn SymmetricProvider,
     map: SymmetricAddressMap,
     len: usize,
     provider: ProviderKind,
@@ -29,13 +30,15 @@ pub struct SymmetricBuffer<'ctx, T: Pod> {
 
 impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
     pub(crate) fn new(
-        iris: &'ctx Iris,
+        core: &'ctx RankCore,
+        source: &'ctx dyn SymmetricProvider,
         map: SymmetricAddressMap,
         len: usize,
         provider: ProviderKind,
     ) -> Self {
         Self {
-            iris,
+            core,
+            source,
             map,
             len,
             provider,
@@ -66,7 +69,7 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
 
     /// A device pointer to this rank's copy.
     pub fn local_ptr(&self) -> DevicePtr<T> {
-        DevicePtr::owned(self.map.base(), self.iris.id())
+        DevicePtr::owned(self.map.base(), self.core.id())
     }
 
     /// Device address of rank `rank`'s copy.
@@ -79,21 +82,21 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
         self.provider
     }
 
-    /// The context that owns this handle.
-    pub fn context(&self) -> &'ctx Iris {
-        self.iris
+    /// The id of the context that owns it.
+    pub fn context_id(&self) -> u64 {
+        self.core.id()
     }
 
     /// Overwrites this rank's copy with `data` (after the rank's queued work).
     pub fn copy_from_slice(&self, data: &[T]) -> Result<()> {
         self.check_len("SymmetricBuffer::copy_from_slice", data.len())?;
-        self.iris.upload(self.map.base(), as_bytes(data))
+        self.core.upload(self.map.base(), as_bytes(data))
     }
 
     /// Copies this rank's copy into `out` (after the rank's queued work).
     pub fn copy_to_slice(&self, out: &mut [T]) -> Result<()> {
         self.check_len("SymmetricBuffer::copy_to_slice", out.len())?;
-        self.iris.download(self.map.base(), as_bytes_mut(out))
+        self.core.download(self.map.base(), as_bytes_mut(out))
     }
 
     /// The contents of this rank's copy (after the rank's queued work).
@@ -107,27 +110,32 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
     /// log.
     pub fn free(mut self) -> Result<()> {
         self.live = false;
-        self.iris.free_symmetric(self.provider, &self.map)
+        self.release()
     }
 
-    /// Checks that a kernel launched from `iris` may use it: same context, every peer's
+    /// Checks that a kernel launched from `core` may use it: same context, every peer's
     /// copy reachable.
-    pub(crate) fn check_launchable(&self, iris: &Iris) -> Result<()> {
-        if self.iris.id() != iris.id() {
-            return Err(Error::ForeignBuffer {
-                what: "symmetric buffer",
-                owner: self.iris.id(),
-                launcher: iris.id(),
-                rank: iris.rank(),
-            });
-        }
+    pub(crate) fn check_launchable(&self, core: &RankCore) -> Result<()> {
+        core.check_owner("symmetric buffer", self.core.id())?;
         if let Some(&peer) = self.map.reachable().missing().first() {
             return Err(Error::UnreachablePeer {
-                rank: iris.rank(),
+                rank: core.rank(),
                 peer,
             });
         }
         Ok(())
+    }
+
+    /// Gives the allocation back to its provider once this rank's queued work finished;
+    /// leaks it (and says so) if that work does not finish.
+    fn release(&self) -> Result<()> {
+        if let Err(err) = self.core.wait_stream() {
+            self.core.mark_leak();
+            return Err(err);
+        }
+        self.source
+            .free(&self.map)
+            .map_err(|e| e.on_rank(self.core.rank()))
     }
 
     fn check_len(&self, what: &'static str, got: usize) -> Result<()> {
@@ -150,8 +158,8 @@ impl<'ctx, T: Pod> SymmetricBuffer<'ctx, T> {
 impl<T: Pod> Drop for SymmetricBuffer<'_, T> {
     fn drop(&mut self) {
         if self.live {
-            if let Err(err) = self.iris.free_symmetric(self.provider, &self.map) {
-                tracing::warn!(rank = self.iris.rank(), %err, "freeing a symmetric buffer");
+            if let Err(err) = self.release() {
+                tracing::warn!(rank = self.core.rank(), %err, "freeing a symmetric buffer");
             }
         }
     }
@@ -164,7 +172,7 @@ impl<T: Pod> fmt::Debug for SymmetricBuffer<'_, T> {
             .field("len", &self.len)
             .field("provider", &self.provider)
             .field("map", &self.map)
-            .field("context", &self.iris.id())
+            .field("context", &self.core.id())
             .finish()
     }
 }
@@ -192,17 +200,23 @@ mod tests {
                     real.map().table(),
                     PeerMask::from_fn(2, |r| r == iris.rank()),
                 )?;
-                let partial = SymmetricBuffer::<f32>::new(iris, map, 8, ProviderKind::Heap);
-                let err = partial.check_launchable(iris).unwrap_err();
+                let partial = SymmetricBuffer::<f32>::new(
+                    iris.core(),
+                    iris.symmetric_provider(),
+                    map,
+                    8,
+                    ProviderKind::Heap,
+                );
+                let err = partial.check_launchable(iris.core()).unwrap_err();
                 assert!(
                     matches!(err, Error::UnreachablePeer { rank, peer } if rank == iris.rank() && peer == 1 - rank),
                     "{err}"
                 );
-                let mut args = crate::KernelArgs::new(&EMPTY_UNIT, 0);
-                assert!(args.symmetric(iris, &partial).is_err());
+                let mut args = iris.args(&EMPTY_UNIT, 0);
+                assert!(args.symmetric(&partial).is_err());
                 // the partial view shares the real allocation: only one may free it
                 std::mem::forget(partial);
-                real.check_launchable(iris)
+                real.check_launchable(iris.core())
             })
             .unwrap();
     }

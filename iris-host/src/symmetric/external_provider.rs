@@ -10,12 +10,15 @@ use std::time::Duration;
 
 use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
 use crate::module::DeviceSlot;
+use crate::rank::RankCore;
 use iris_driver::sync::lock;
 use iris_driver::Stream;
 use iris_driver::{Error, Result};
 
 /// Adopts symmetric memory that another system set up.
 pub struct ExternalProvider {
+    /// Keeps the rank's error word (named in the tables) alive.
+    _core: Arc<RankCore>,
     rank: usize,
     world_size: usize,
     device: Arc<DeviceSlot>,
@@ -28,18 +31,14 @@ pub struct ExternalProvider {
 }
 
 impl ExternalProvider {
-    /// The provider of rank `rank` of a world of `world_size`, uploading tables to
-    /// `device` in order on `stream`, each naming the context's error word (device address
-    /// `error_word`) in its header.
-    pub fn new(
-        rank: usize,
-        world_size: usize,
-        device: Arc<DeviceSlot>,
-        stream: Arc<dyn Stream>,
-        timeout: Duration,
-        error_word: u64,
-    ) -> Self {
+    /// The provider of the rank of `core`, uploading tables to its device in order on its
+    /// stream, each naming its context's error word in its header.
+    pub fn new(core: Arc<RankCore>) -> Self {
+        let (rank, world_size, timeout) = (core.rank(), core.world_size(), core.timeout());
+        let (device, stream) = (Arc::clone(core.device_slot()), Arc::clone(core.stream()));
+        let error_word = core.error_word();
         Self {
+            _core: core,
             rank,
             world_size,
             device,

@@ -13,6 +13,7 @@ use super::{
     SymmetricProvider,
 };
 use crate::module::DeviceSlot;
+use crate::rank::RankCore;
 use crate::transport::{Collective, Reader, Writer};
 use iris_driver::sync::lock;
 use iris_driver::Stream;
@@ -95,6 +96,8 @@ impl Proposal {
 
 /// Symmetric memory from one heap per rank.
 pub struct HeapProvider {
+    /// Keeps the rank's error word (named in the tables) alive.
+    _core: Arc<RankCore>,
     rank: usize,
     heaps: Arc<[RankHeap]>,
     reachable: PeerMask,
@@ -109,18 +112,13 @@ pub struct HeapProvider {
 }
 
 impl HeapProvider {
-    /// The provider of rank `rank`, given every rank's heap as mapped in this process
-    /// (`heaps[rank]` is its own), the peers its device can reach, the world's collective,
-    /// the rank's stream and the device address of its context's error word (which every
-    /// table's header names).
-    pub fn new(
-        rank: usize,
-        heaps: Arc<[RankHeap]>,
-        reachable: PeerMask,
-        collective: Arc<dyn Collective>,
-        stream: Arc<dyn Stream>,
-        error_word: u64,
-    ) -> Result<Self> {
+    /// The provider of the rank of `core`, given every rank's heap as mapped in this
+    /// process (`heaps[rank]` is its own). It collects through the rank's collective,
+    /// orders on its stream, and names its context's error word in every table's header.
+    pub fn new(core: Arc<RankCore>, heaps: Arc<[RankHeap]>) -> Result<Self> {
+        let (rank, reachable) = (core.rank(), core.reachable().clone());
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let error_word = core.error_word();
         let own = heaps.get(rank).ok_or_else(|| {
             Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))
         })?;
@@ -138,6 +136,7 @@ impl HeapProvider {
             reachable.contains(r) && heaps.get(r).is_some_and(|h| h.base != 0)
         });
         Ok(Self {
+            _core: core,
             rank,
             heaps,
             reachable,

@@ -12,6 +12,7 @@ use super::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
 use crate::module::DeviceSlot;
+use crate::rank::RankCore;
 use crate::transport::{decode_status, encode_status, Collective, Reader, Writer};
 use iris_driver::sync::lock;
 use iris_driver::{Error, Result};
@@ -25,6 +26,8 @@ struct Allocation {
 
 /// Symmetric memory exported and mapped allocation by allocation.
 pub struct IpcProvider {
+    /// Keeps the rank's error word (named in the tables) alive.
+    _core: Arc<RankCore>,
     rank: usize,
     device: Arc<DeviceSlot>,
     reachable: PeerMask,
@@ -67,20 +70,17 @@ impl Offer {
 }
 
 impl IpcProvider {
-    /// The provider of rank `rank` on `device`, whose device can reach the ranks in
-    /// `reachable` (a peer whose memory cannot be mapped is dropped from an allocation's
-    /// mask), collecting through `collective`, ordering on `stream`, naming the context's
-    /// error word (device address `error_word`) in every table's header.
-    pub fn new(
-        rank: usize,
-        device: Arc<DeviceSlot>,
-        reachable: PeerMask,
-        collective: Arc<dyn Collective>,
-        stream: Arc<dyn Stream>,
-        error_word: u64,
-    ) -> Self {
+    /// The provider of the rank of `core`: it maps the peers its device can reach (a peer
+    /// whose memory cannot be mapped is dropped from an allocation's mask), collects
+    /// through the rank's collective, orders on its stream, and names its context's error
+    /// word in every table's header.
+    pub fn new(core: Arc<RankCore>) -> Self {
+        let (rank, reachable) = (core.rank(), core.reachable().clone());
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
         let timeout = collective.timeout();
         Self {
+            _core: core,
             rank,
             device,
             reachable,

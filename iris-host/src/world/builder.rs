@@ -311,7 +311,7 @@ where
 {
     let _span = tracing::info_span!("rank", rank).entered();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let iris = Iris::new(rank, Arc::clone(shared))?;
+        let iris = Iris::new(shared.rank_setup(rank)?)?;
         f(&iris)
     }));
     let result = match outcome {

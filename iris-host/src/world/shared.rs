@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::context::RankSetup;
 use crate::module::DeviceSlot;
+use crate::rank::RankPlace;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
 use crate::transport::Collective;
 use iris_driver::Backend;
+use iris_driver::{Error, Result};
 
 /// Heap memory this process allocated or mapped, released when the world ends.
 pub(crate) struct SharedHeap {
@@ -41,7 +44,7 @@ pub(crate) struct WorldShared {
     release: Vec<SharedHeap>,
     /// Set when work that never finished may still touch device memory: such memory is
     /// leaked rather than freed under it.
-    leak: AtomicBool,
+    leak: Arc<AtomicBool>,
 }
 
 /// How a world's ranks are laid out, for [`WorldShared::new`].
@@ -68,13 +71,35 @@ impl WorldShared {
             provider: layout.provider,
             processes: layout.processes,
             release: layout.release,
-            leak: AtomicBool::new(false),
+            leak: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Memory may still be in use by work that did not finish: never free it.
-    pub(crate) fn mark_leak(&self) {
-        self.leak.store(true, Ordering::SeqCst);
+    /// What the context of rank `rank` is made from.
+    pub(crate) fn rank_setup(self: &Arc<Self>, rank: usize) -> Result<RankSetup> {
+        let heap = self.heaps.get(rank).ok_or_else(|| {
+            Error::InvalidConfig(format!("rank {rank} is outside a world of {}", self.size))
+        })?;
+        let reachable = self
+            .reachable
+            .get(&rank)
+            .cloned()
+            .unwrap_or_else(|| PeerMask::from_fn(self.size, |r| r == rank));
+        Ok(RankSetup {
+            place: RankPlace {
+                rank,
+                world_size: self.size,
+                processes: self.processes,
+                timeout: self.timeout,
+                device: Arc::clone(&heap.device),
+                collective: Arc::clone(&self.collective),
+                reachable,
+                leaks: Arc::clone(&self.leak),
+            },
+            heaps: Arc::clone(&self.heaps),
+            provider: self.provider,
+            world: Arc::clone(self) as Arc<dyn std::any::Any + Send + Sync>,
+        })
     }
 
     /// Whether memory must be leaked.

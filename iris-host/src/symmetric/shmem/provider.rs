@@ -11,6 +11,7 @@ use super::engine::ShmemEngine;
 use super::library::LibrarySearch;
 use super::runtime::{runtime, ShmemBootstrap, ShmemRuntime};
 use crate::module::DeviceSlot;
+use crate::rank::RankCore;
 use crate::symmetric::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
@@ -27,6 +28,8 @@ use iris_driver::{Error, Result};
 /// by the world's timeout), so a rank that asks for a different size, or never comes, is
 /// an error naming it instead of a hang inside the engine.
 pub struct ShmemProvider {
+    /// Keeps the rank's error word (named in the tables) alive.
+    _core: Arc<RankCore>,
     rank: usize,
     world_size: usize,
     /// How many ranks share this process (the engines allow one).
@@ -44,20 +47,21 @@ pub struct ShmemProvider {
 }
 
 impl ShmemProvider {
-    /// The provider of rank `rank` of a world of `world_size` whose process holds
-    /// `ranks_in_process` ranks, on `device`, collecting through `collective`, ordering
-    /// on `stream`; its tables name the context's peer-check word `error_word`. Nothing
-    /// is loaded until the first allocation.
-    pub fn new(
-        rank: usize,
-        world_size: usize,
-        ranks_in_process: usize,
-        device: Arc<DeviceSlot>,
-        collective: Arc<dyn Collective>,
-        stream: Arc<dyn Stream>,
-        error_word: u64,
-    ) -> Self {
+    /// The provider of the rank of `core` (whose process holds one rank, or all of them
+    /// as threads), collecting through the rank's collective and ordering on its stream;
+    /// its tables name its context's peer-check word. Nothing is loaded until the first
+    /// allocation.
+    pub fn new(core: Arc<RankCore>) -> Self {
+        let (rank, world_size) = (core.rank(), core.world_size());
+        let ranks_in_process = if core.is_process_world() {
+            1
+        } else {
+            world_size
+        };
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
         Self {
+            _core: core,
             rank,
             world_size,
             ranks_in_process,

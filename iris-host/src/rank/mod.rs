@@ -1,0 +1,262 @@
+//! `RankCore`: what the layers under a context need of one rank: its place in the world,
+//! its device and stream, its context id, its peer-check error word, its timeout and how
+//! it meets the other ranks. Buffers, symmetric buffers, events, launch arguments and the
+//! providers hold it (not the [`Iris`](crate::Iris) context above them), so they depend on
+//! this layer only.
+
+mod peer_errors;
+mod peer_mask;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_driver::{Device, DeviceInfo, Error, MemoryKind, Result, Stream};
+
+use crate::module::DeviceSlot;
+use crate::transport::Collective;
+pub(crate) use peer_errors::PeerErrors;
+pub use peer_mask::PeerMask;
+
+/// Every context gets a distinct id, so memory of one is never launched with another.
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What a rank is made from (the world hands it over).
+pub(crate) struct RankPlace {
+    /// This rank.
+    pub rank: usize,
+    /// Ranks in the world.
+    pub world_size: usize,
+    /// Whether the ranks are processes (one in this process) rather than threads.
+    pub processes: bool,
+    /// The bound on every host wait.
+    pub timeout: Duration,
+    /// The device the rank runs on, with its modules.
+    pub device: Arc<DeviceSlot>,
+    /// Where the ranks meet on the host.
+    pub collective: Arc<dyn Collective>,
+    /// The ranks whose memory this rank's device can reach.
+    pub reachable: PeerMask,
+    /// Set when device work did not finish and memory had to be leaked.
+    pub leaks: Arc<AtomicBool>,
+}
+
+/// One rank's device, stream and identity: what buffers and launches are checked against.
+pub struct RankCore {
+    id: u64,
+    place: RankPlace,
+    stream: Arc<dyn Stream>,
+    peer_errors: PeerErrors,
+}
+
+impl RankCore {
+    /// A rank at `place`, with a new stream and error word on its device.
+    pub(crate) fn new(place: RankPlace) -> Result<Self> {
+        let device = place.device.device();
+        let stream: Arc<dyn Stream> = Arc::from(device.create_stream()?);
+        let peer_errors = PeerErrors::new(device, &*stream)?;
+        Ok(Self {
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+            place,
+            stream,
+            peer_errors,
+        })
+    }
+
+    /// The context's unique id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.place.rank
+    }
+
+    /// Ranks in the world.
+    pub fn world_size(&self) -> usize {
+        self.place.world_size
+    }
+
+    /// The bound on every host wait of this rank.
+    pub fn timeout(&self) -> Duration {
+        self.place.timeout
+    }
+
+    /// Whether the ranks are processes rather than threads of this process.
+    pub fn is_process_world(&self) -> bool {
+        self.place.processes
+    }
+
+    /// What the rank's device is.
+    pub fn device_info(&self) -> &DeviceInfo {
+        self.place.device.info()
+    }
+
+    /// The rank's device and its modules.
+    pub(crate) fn device_slot(&self) -> &Arc<DeviceSlot> {
+        &self.place.device
+    }
+
+    /// The rank's device.
+    pub(crate) fn device(&self) -> &dyn Device {
+        self.place.device.device()
+    }
+
+    /// The rank's stream.
+    pub(crate) fn stream(&self) -> &Arc<dyn Stream> {
+        &self.stream
+    }
+
+    /// Where the ranks meet.
+    pub(crate) fn collective(&self) -> &Arc<dyn Collective> {
+        &self.place.collective
+    }
+
+    /// The ranks whose memory this rank's device can reach.
+    pub(crate) fn reachable(&self) -> &PeerMask {
+        &self.place.reachable
+    }
+
+    /// The device address of the peer-check error word every peer table names.
+    pub(crate) fn error_word(&self) -> u64 {
+        self.peer_errors.addr()
+    }
+
+    /// A launch of a kernel built with peer checks: the next synchronize reads the word.
+    pub(crate) fn mark_checked_launch(&self) {
+        self.peer_errors.mark_pending();
+    }
+
+    /// Records that device memory is leaked (work that uses it did not finish).
+    pub(crate) fn mark_leak(&self) {
+        self.place.leaks.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits until all work queued by this rank has finished, then reports a peer index
+    /// out of range recorded by a kernel built with peer checks.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.wait_stream()?;
+        self.peer_errors
+            .take(self.device(), &*self.stream, self.rank())
+    }
+
+    /// Waits for this rank's queued work, leaving a recorded peer error for the next
+    /// [`synchronize`](RankCore::synchronize).
+    pub(crate) fn wait_stream(&self) -> Result<()> {
+        self.stream
+            .synchronize(self.place.timeout)
+            .map_err(|e| e.on_rank(self.rank()))
+    }
+
+    /// Waits for every rank to arrive (no device work is waited for).
+    pub(crate) fn host_barrier(&self, what: &str) -> Result<()> {
+        self.place.collective.barrier(self.rank(), what)
+    }
+
+    /// `Ok` when memory owned by context `owner` may be used by this rank, else
+    /// [`Error::ForeignBuffer`] about `what`.
+    pub(crate) fn check_owner(&self, what: &'static str, owner: u64) -> Result<()> {
+        if owner == self.id {
+            Ok(())
+        } else {
+            Err(Error::ForeignBuffer {
+                what,
+                owner,
+                launcher: self.id,
+                rank: self.rank(),
+            })
+        }
+    }
+
+    /// `bytes` of device memory for this rank's own use.
+    pub(crate) fn device_alloc(&self, bytes: usize) -> Result<u64> {
+        let _span = tracing::debug_span!("alloc", rank = self.rank(), bytes).entered();
+        self.device().alloc(bytes, MemoryKind::Device)
+    }
+
+    /// Copies `src` to `dst` after this rank's queued work.
+    pub(crate) fn upload(&self, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: `dst` is the start of a live allocation of this context of at least
+        // `src.len()` bytes (callers check lengths).
+        unsafe { self.device().memcpy_htod(&*self.stream, dst, src) }
+    }
+
+    /// Copies device `src` into `dst` after this rank's queued work.
+    pub(crate) fn download(&self, src: u64, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.synchronize()?;
+        // SAFETY: as in `upload`.
+        unsafe { self.device().memcpy_dtoh(&*self.stream, dst, src) }
+    }
+
+    /// Queues setting `bytes` at `dst` to `value`.
+    pub(crate) fn fill_bytes(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: as in `upload`; the allocation is released only after a synchronize.
+        unsafe { self.device().memset(&*self.stream, dst, value, bytes) }
+    }
+
+    /// Queues a device-to-device copy.
+    pub(crate) fn copy_on_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: as in `fill_bytes`.
+        unsafe { self.device().memcpy_dtod(&*self.stream, dst, src, bytes) }
+    }
+
+    /// Frees an allocation of [`device_alloc`](RankCore::device_alloc) once this rank's
+    /// queued work has finished; leaks it if that work does not finish.
+    pub(crate) fn release(&self, addr: u64) {
+        if let Err(err) = self.wait_stream() {
+            tracing::warn!(rank = self.rank(), %err, "leaking a buffer: queued work did not finish");
+            self.mark_leak();
+            return;
+        }
+        // SAFETY: the buffer is gone and no queued work remains.
+        if let Err(err) = unsafe { self.device().free(addr) } {
+            tracing::warn!(rank = self.rank(), %err, "freeing a buffer");
+        }
+    }
+}
+
+impl Drop for RankCore {
+    fn drop(&mut self) {
+        if let Err(err) = self.wait_stream() {
+            tracing::warn!(rank = self.rank(), %err, "a rank's work did not finish");
+            self.mark_leak();
+            return;
+        }
+        if let Err(err) = self
+            .peer_errors
+            .take(self.device(), &*self.stream, self.rank())
+        {
+            tracing::warn!(rank = self.rank(), %err, "unreported when the context ended");
+        }
+        // SAFETY: the rank's work has finished; the tables naming the word are only read
+        // by kernels of this context.
+        if let Err(err) = unsafe { self.peer_errors.free(self.device()) } {
+            tracing::warn!(rank = self.rank(), %err, "freeing the error word");
+        }
+    }
+}
+
+impl std::fmt::Debug for RankCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankCore")
+            .field("id", &self.id)
+            .field("rank", &self.rank())
+            .field("world_size", &self.world_size())
+            .field("device", self.device_info())
+            .finish_non_exhaustive()
+    }
+}
