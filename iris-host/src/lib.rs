@@ -7,14 +7,14 @@
 //! allocates [`Buffer`]s and [`SymmetricBuffer`]s (from the heap, per-allocation IPC, or
 //! adopted external memory: [`ProviderKind`]) and launches kernels (through the typed
 //! `launch` function `#[iris::kernel]` generates, which builds [`KernelArgs`] and calls
-//! [`Iris::launch`]). The [`launcher`] module is the logic of the `iris-run` binary.
+//! [`Iris::launch`]). The `iris-run` binary (`src/bin/iris-run/`) starts ranks as
+//! processes.
 #![warn(missing_docs)]
 
 pub mod config;
 mod context;
 mod event;
 pub mod launch;
-pub mod launcher;
 pub mod memory;
 pub mod module;
 mod pod;

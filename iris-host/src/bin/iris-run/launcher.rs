@@ -3,7 +3,7 @@
 //! job when a rank fails.
 //!
 //! Each rank gets `IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_LOCAL_RANK`,
-//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see [`transport::env`](crate::transport::env)), its
+//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see `iris_host::transport::env`), its
 //! own process group (so that stopping it also stops what it started), standard input
 //! from `/dev/null`, and is killed if the launcher dies. When a rank exits with a non-zero
 //! code or is killed by a signal, the launcher sends the other ranks `SIGTERM` (then
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iris_driver::{Error, Result};
+use iris_host::{Error, Result};
 
 /// How long ranks get between `SIGTERM` and `SIGKILL` once the job is being stopped.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);

@@ -1,9 +1,11 @@
 //! `iris-run -n N [--] PROGRAM [ARGS...]`: runs N processes of PROGRAM as the ranks of one
-//! job on this node (see `iris_host::launcher`).
+//! job on this node (the logic is in `launcher.rs`).
+
+mod launcher;
 
 use std::process::ExitCode;
 
-use iris_host::launcher::{self, Invocation, USAGE};
+use launcher::{Invocation, USAGE};
 
 fn main() -> ExitCode {
     let invocation = match launcher::parse_args(std::env::args_os().skip(1)) {

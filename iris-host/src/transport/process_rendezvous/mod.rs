@@ -1,0 +1,264 @@
+//! The meeting point of the ranks of one job when they are processes of one node: rank 0
+//! is the hub, listening on an abstract-namespace Unix socket named after the job id
+//! (nothing is left in the file system); the other ranks connect to it. A collective
+//! is one round: every rank sends the hub its contribution (bytes, and descriptors with
+//! `SCM_RIGHTS`), the hub sends every rank the others' contributions.
+//!
+//! Every wait is bounded by the timeout (a rank waiting for the hub waits a little longer,
+//! so that the hub's verdict, which names the missing ranks, arrives first). The hub
+//! notices a rank whose connection closes (its process died) at once, and tells the
+//! other ranks, naming it. A failure is sticky: every later collective of this rank
+//! fails with it. Two processes claiming one rank is an error naming the rank, for both
+//! of them and, while the job is still gathering, for the whole job.
+//!
+//! - [`protocol`]: what ranks say (the hello, contributions);
+//! - [`faults`]: why a job stops (a failure the hub sends and every rank keeps);
+//! - [`hub`]: rank 0's side (gathering, exchanging, refusing late claimants);
+//! - [`member`]: every other rank's side (connecting, exchanging).
+
+mod faults;
+mod hub;
+mod member;
+mod protocol;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iris_driver::sync::lock;
+use iris_driver::{Error, Result};
+
+use super::collective::{Collective, Contribution};
+use super::socket::{self, Conn};
+use super::socket::{Kind, MAX_FDS};
+use super::wire::Writer;
+use faults::{broadcast_abort, Failure};
+use hub::{gather_hub, LateListener};
+use member::connect_member;
+use protocol::Hello;
+
+/// One connected rank, as the hub sees it.
+struct Peer {
+    conn: Conn,
+    pid: u32,
+    /// Why it is gone, once it is.
+    gone: Option<String>,
+}
+
+enum Role {
+    /// Rank 0: one connection per other rank (`None` for itself).
+    Hub { peers: Vec<Option<Peer>> },
+    /// Any other rank: its connection to the hub.
+    Member { hub: Conn },
+    /// A world of one rank.
+    Alone,
+}
+
+struct Inner {
+    role: Role,
+    failed: Option<Failure>,
+    departed: bool,
+}
+
+/// An all-gather of bytes and file descriptors among the processes of one job on one
+/// node.
+pub struct ProcessRendezvous {
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+    job_id: String,
+    inner: Mutex<Inner>,
+    late: Mutex<Option<LateListener>>,
+}
+
+impl ProcessRendezvous {
+    /// Joins the rendezvous of job `job_id` as rank `rank` of `size`: rank 0 waits for
+    /// every other rank to connect, the others connect to rank 0; returns once every
+    /// rank has arrived. Errors with [`Error::Timeout`] naming the ranks that did not
+    /// arrive within `timeout`, [`Error::RankConflict`] when another process claims a
+    /// rank, [`Error::SymmetryMismatch`] when ranks disagree on the world size.
+    pub fn join(job_id: &str, rank: usize, size: usize, timeout: Duration) -> Result<Self> {
+        if rank >= size {
+            return Err(Error::InvalidConfig(format!(
+                "rank {rank} is outside a world of {size} ranks"
+            )));
+        }
+        let _span = tracing::info_span!("rendezvous_join", rank, size, job_id).entered();
+        let this = |role| Self {
+            rank,
+            size,
+            timeout,
+            job_id: job_id.to_string(),
+            inner: Mutex::new(Inner {
+                role,
+                failed: None,
+                departed: false,
+            }),
+            late: Mutex::new(None),
+        };
+        if size == 1 {
+            return Ok(this(Role::Alone));
+        }
+        let name = socket::socket_name(job_id);
+        let hello = Hello {
+            rank,
+            world_size: size,
+            pid: std::process::id(),
+            job_id: job_id.to_string(),
+        };
+        if rank == 0 {
+            match socket::listen(&name) {
+                Ok(listener) => {
+                    let (peers, pids) = gather_hub(listener.as_fd(), &hello, timeout)?;
+                    let rv = this(Role::Hub { peers });
+                    *lock(&rv.late) = Some(LateListener::start(listener, job_id, pids));
+                    return Ok(rv);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    // Another process of this job is rank 0: say so to it and fail.
+                }
+                Err(source) => {
+                    return Err(Error::Io {
+                        what: format!("listening for the ranks of job {job_id:?}"),
+                        source,
+                    })
+                }
+            }
+        }
+        let hub = connect_member(&name, &hello, timeout)?;
+        Ok(this(Role::Member { hub }))
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The job id the rendezvous is named after.
+    pub fn job_id(&self) -> &str {
+        &self.job_id
+    }
+
+    fn fail(&self, inner: &mut Inner, failure: Failure) -> Error {
+        if let Role::Hub { peers } = &mut inner.role {
+            broadcast_abort(peers, &failure);
+        }
+        let err = failure.error(self.rank);
+        inner.failed.get_or_insert(failure);
+        err
+    }
+}
+
+impl Collective for ProcessRendezvous {
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn exchange(
+        &self,
+        rank: usize,
+        op: &str,
+        bytes: Vec<u8>,
+        fds: Vec<OwnedFd>,
+    ) -> Result<Vec<Contribution>> {
+        if rank != self.rank {
+            return Err(Error::InvalidConfig(format!(
+                "rank {rank} used the rendezvous of rank {} (one rank a process)",
+                self.rank
+            )));
+        }
+        if fds.len() > MAX_FDS {
+            return Err(Error::InvalidConfig(format!(
+                "{} descriptors in one collective; at most {MAX_FDS}",
+                fds.len()
+            )));
+        }
+        let _span = tracing::debug_span!("rendezvous", rank, op).entered();
+        let mut inner = lock(&self.inner);
+        if let Some(failure) = &inner.failed {
+            return Err(failure.error(rank));
+        }
+        if inner.departed {
+            return Err(Error::InvalidConfig(format!(
+                "rank {rank} entered `{op}` after leaving the job"
+            )));
+        }
+        match inner.role {
+            Role::Alone => Ok(vec![Contribution {
+                bytes,
+                fds: fds.into_iter().map(Arc::new).collect(),
+            }]),
+            Role::Hub { .. } => self.hub_exchange(&mut inner, op, bytes, fds),
+            Role::Member { .. } => self.member_exchange(&mut inner, op, bytes, fds),
+        }
+    }
+
+    fn poison(&self, rank: usize, reason: String) {
+        let mut inner = lock(&self.inner);
+        if inner.failed.is_some() {
+            return;
+        }
+        let failure = Failure::Peer {
+            peer: rank,
+            what: "the job".into(),
+            reason: reason.clone(),
+        };
+        match &mut inner.role {
+            Role::Hub { peers } => broadcast_abort(peers, &failure),
+            Role::Member { hub } => {
+                let payload = Writer::new().str(&reason).finish();
+                let soon = Instant::now() + Duration::from_secs(1);
+                let _ = hub.send(Kind::Fail, self.rank, &payload, &[], soon);
+            }
+            Role::Alone => {}
+        }
+        inner.failed = Some(failure);
+    }
+
+    fn depart(&self, _rank: usize) {
+        let mut inner = lock(&self.inner);
+        if inner.departed {
+            return;
+        }
+        inner.departed = true;
+        let soon = Instant::now() + Duration::from_secs(1);
+        let Inner { role, failed, .. } = &mut *inner;
+        match role {
+            Role::Hub { peers } if failed.is_none() => {
+                let failure = Failure::Peer {
+                    peer: 0,
+                    what: "the job".into(),
+                    reason: "left the job (its program finished)".into(),
+                };
+                broadcast_abort(peers, &failure);
+            }
+            Role::Member { hub } => {
+                let _ = hub.send(Kind::Bye, self.rank, &[], &[], soon);
+            }
+            _ => {}
+        }
+        drop(inner);
+        lock(&self.late).take();
+    }
+}
+
+impl Drop for ProcessRendezvous {
+    fn drop(&mut self) {
+        self.depart(self.rank);
+    }
+}
+
+impl std::fmt::Debug for ProcessRendezvous {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessRendezvous")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("job_id", &self.job_id)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
