@@ -25,6 +25,7 @@ pub mod gpu;
 pub mod hip;
 pub mod kind;
 mod open;
+pub mod shmem;
 pub mod sync;
 mod work_queues;
 

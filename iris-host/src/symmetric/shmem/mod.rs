@@ -3,18 +3,16 @@
 //! hands out to kernels like any other provider's.
 //!
 //! ```text
-//! engine.rs   which library, its entry points and struct layouts
-//! library.rs  finding and loading the host library
 //! runtime.rs  starting the engine once per process (unique id over iris's rendezvous)
 //! provider.rs allocations: nvshmem_malloc, nvshmem_ptr per peer, nvshmem_free
 //! ```
+//!
+//! The engines' host libraries (finding, loading and calling them) are the driver's:
+//! `iris_driver::shmem`.
 
-mod engine;
-mod library;
 mod provider;
 mod runtime;
 
-pub use engine::ShmemEngine;
-pub use library::LibrarySearch;
+pub use iris_driver::shmem::{LibrarySearch, ShmemEngine};
 pub use provider::ShmemProvider;
 pub use runtime::ShmemBootstrap;

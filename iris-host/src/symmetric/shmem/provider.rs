@@ -4,11 +4,8 @@
 //! one across the network: that peer is outside the allocation's reachable mask).
 
 use std::collections::BTreeMap;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::engine::ShmemEngine;
-use super::library::LibrarySearch;
 use super::runtime::{runtime, ShmemBootstrap, ShmemRuntime};
 use crate::module::DeviceSlot;
 use crate::rank::RankCore;
@@ -16,6 +13,7 @@ use crate::symmetric::{
     live_map_at, peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider,
 };
 use crate::transport::{Collective, Reader, Writer};
+use iris_driver::shmem::{LibrarySearch, ShmemEngine};
 use iris_driver::sync::lock;
 use iris_driver::Stream;
 use iris_driver::{Error, Result};
@@ -147,7 +145,7 @@ impl ShmemProvider {
         let Some(rt) = self.runtime.get() else {
             return;
         };
-        let what = format!("{} finalize", rt.library.engine.name());
+        let what = format!("{} finalize", rt.library.engine().name());
         let met = self.collective.barrier(self.rank, &what);
         match met.and_then(|()| self.device.device().make_current()) {
             Ok(()) => rt.finalize(),
@@ -198,7 +196,7 @@ impl SymmetricProvider for ShmemProvider {
 
     fn allocate(&self, request: &AllocationRequest) -> Result<SymmetricAddressMap> {
         let rt = self.started()?;
-        let engine = rt.library.engine;
+        let engine = rt.library.engine();
         let _span = tracing::debug_span!(
             "shmem_alloc",
             rank = self.rank,
@@ -212,7 +210,7 @@ impl SymmetricProvider for ShmemProvider {
         self.device.device().make_current()?;
         // SAFETY: the engine is started; every rank makes this call with the same size
         // (checked just above).
-        let local = unsafe { (lib.malloc)(request.bytes.max(1)) } as u64;
+        let local = unsafe { lib.malloc(request.bytes.max(1)) };
         let info = self.device.device().info();
         if local == 0 {
             return Err(Error::OutOfMemory {
@@ -228,7 +226,7 @@ impl SymmetricProvider for ShmemProvider {
         let free_local = || {
             // SAFETY: every rank reaches this point with its own copy of the same
             // allocation (the failure is symmetric), so the collective free matches.
-            unsafe { (lib.free)(local as *mut c_void) }
+            unsafe { lib.free(local) }
         };
         if local % request.align.max(1) as u64 != 0 {
             free_local();
@@ -239,7 +237,7 @@ impl SymmetricProvider for ShmemProvider {
         }
         let bases: Vec<u64> = (0..self.world_size)
             // SAFETY: `local` is a live symmetric address; `pe` is a valid PE.
-            .map(|pe| unsafe { (lib.ptr)(local as *const c_void, pe as i32) } as u64)
+            .map(|pe| unsafe { lib.ptr(local, pe as i32) })
             .collect();
         let reachable = PeerMask::from_fn(self.world_size, |r| bases[r] != 0);
         let table = match peer_table::upload(
@@ -308,12 +306,12 @@ impl SymmetricProvider for ShmemProvider {
         // The engine's free is collective: meet over iris's rendezvous first, so a rank
         // that never frees is a timeout naming it rather than a hang in the engine. A
         // failed meeting leaks this copy (the engine cannot free it alone).
-        let what = format!("{} free", rt.library.engine.name());
+        let what = format!("{} free", rt.library.engine().name());
         self.collective.barrier(self.rank, &what)?;
         self.device.device().make_current()?;
         // SAFETY: every rank frees this allocation now (the barrier above), and no kernel
         // of any rank still uses it (each synchronized before the barrier).
-        unsafe { (rt.library.free)(own.base() as *mut c_void) };
+        unsafe { rt.library.free(own.base()) };
         Ok(())
     }
 }

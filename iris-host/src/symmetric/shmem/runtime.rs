@@ -6,9 +6,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::engine::ShmemEngine;
-use super::library::{load, LibrarySearch, ShmemLibrary};
 use crate::transport::{decode_status, encode_status, Collective, Reader, Writer};
+use iris_driver::shmem::{load, LibrarySearch, ShmemEngine, ShmemLibrary};
 use iris_driver::{Error, Result};
 
 /// How the engine's PEs find each other.
@@ -65,7 +64,7 @@ impl ShmemRuntime {
         if !self.adopted && !self.finalized.swap(true, Ordering::AcqRel) {
             // SAFETY: started, and every allocation was freed (buffers borrow the
             // context that finalizes).
-            unsafe { (self.library.finalize)() };
+            unsafe { self.library.finalize() };
         }
     }
 }
@@ -119,7 +118,7 @@ pub(crate) fn runtime(
     collective: &dyn Collective,
 ) -> Result<Arc<ShmemRuntime>> {
     let mut runtimes = iris_driver::sync::lock(&RUNTIMES);
-    if let Some(rt) = runtimes.iter().find(|rt| rt.library.engine == engine) {
+    if let Some(rt) = runtimes.iter().find(|rt| rt.library.engine() == engine) {
         return if rt.finalized.load(Ordering::Acquire) {
             Err(Error::ShmemUnavailable {
                 engine: engine.name(),
@@ -147,19 +146,7 @@ pub(crate) fn runtime(
     let status = match (&loaded, rank, bootstrap) {
         (Err(e), _, _) => Err(e.to_string()),
         (Ok(_), _, _) if started => Ok(()),
-        (Ok(lib), 0, ShmemBootstrap::UniqueId) => {
-            // SAFETY: `uid` is the engine's unique-id block, sized and versioned per its
-            // header.
-            let rc = unsafe { (lib.get_uniqueid)(uid.as_mut_ptr()) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} returned {rc}",
-                    engine.entry_points().get_uniqueid[0]
-                ))
-            }
-        }
+        (Ok(lib), 0, ShmemBootstrap::UniqueId) => lib.get_uniqueid(&mut uid),
         (Ok(_), _, _) => Ok(()),
     };
     let what = format!("{} start", engine.name());
@@ -209,7 +196,6 @@ pub(crate) fn runtime(
     for &(off, v) in abi.init_attr_fields {
         attr[off..off + 4].copy_from_slice(&v.to_ne_bytes());
     }
-    let names = engine.entry_points();
     let flags = match bootstrap {
         ShmemBootstrap::UniqueId => {
             let uid = &starts[0].uid;
@@ -223,44 +209,30 @@ pub(crate) fn runtime(
                     ),
                 });
             }
-            // SAFETY: `uid` and `attr` are the engine's blocks, sized per its header;
-            // rank and size are in range.
-            let rc = unsafe {
-                (library.set_attr_uniqueid_args)(
-                    rank as i32,
-                    size as i32,
-                    uid.as_ptr(),
-                    attr.as_mut_ptr(),
-                )
-            };
-            if rc != 0 {
-                return Err(Error::ShmemUnavailable {
+            library
+                .set_attr_uniqueid_args(rank as i32, size as i32, uid, &mut attr)
+                .map_err(|reason| Error::ShmemUnavailable {
                     engine: engine.name(),
-                    reason: format!("{} returned {rc}", names.set_attr_uniqueid_args[0]),
-                });
-            }
+                    reason,
+                })?;
             abi.init_with_uniqueid
         }
         ShmemBootstrap::Environment => 0,
     };
     let _span = tracing::debug_span!("shmem_init", engine = engine.name(), rank, size).entered();
-    // SAFETY: `attr` is the engine's init-attribute block, filled per its header; `attr`
-    // outlives the call.
-    let rc = unsafe { (library.init_attr)(flags, attr.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(Error::ShmemUnavailable {
+    library
+        .init_attr(flags, &mut attr)
+        .map_err(|reason| Error::ShmemUnavailable {
             engine: engine.name(),
             reason: format!(
-                "{} returned {rc} (see the engine's own messages above; NVSHMEM_DEBUG=INFO shows more)",
-                names.init_attr[0]
+                "{reason} (see the engine's own messages above; NVSHMEM_DEBUG=INFO shows more)"
             ),
-        });
-    }
+        })?;
     // SAFETY: the engine is initialised.
-    let (pe, n_pes) = unsafe { ((library.my_pe)(), (library.n_pes)()) };
+    let (pe, n_pes) = unsafe { library.pe_and_count() };
     if (pe as i64, n_pes as i64) != (rank as i64, size as i64) {
         // SAFETY: initialised above, nothing allocated.
-        unsafe { (library.finalize)() };
+        unsafe { library.finalize() };
         return Err(Error::ShmemUnavailable {
             engine: engine.name(),
             reason: format!(
@@ -268,7 +240,7 @@ pub(crate) fn runtime(
             ),
         });
     }
-    tracing::debug!(path = %library.path, "shmem engine started");
+    tracing::debug!(path = %library.path(), "shmem engine started");
     Ok(register(&mut runtimes, library, rank, size, false))
 }
 
@@ -300,16 +272,16 @@ fn adopt(
     size: usize,
 ) -> Result<Arc<ShmemRuntime>> {
     // SAFETY: the engine is initialised (its status says so).
-    let (pe, n_pes) = unsafe { ((library.my_pe)(), (library.n_pes)()) };
+    let (pe, n_pes) = unsafe { library.pe_and_count() };
     if (pe as i64, n_pes as i64) != (rank as i64, size as i64) {
         return Err(Error::ShmemUnavailable {
-            engine: library.engine.name(),
+            engine: library.engine().name(),
             reason: format!(
                 "another library started it with this process as PE {pe} of {n_pes}, but it is rank {rank} of {size}"
             ),
         });
     }
-    tracing::debug!(path = %library.path, "using the SHMEM engine another library started");
+    tracing::debug!(path = %library.path(), "using the SHMEM engine another library started");
     Ok(register(runtimes, library, rank, size, true))
 }
 
@@ -385,11 +357,11 @@ void *_ZN8rocshmem12rocshmem_ptrEPKvi(const void *p, int pe) { return pe == me ?
         assert_eq!((rt.pe, rt.n_pes), (0, 1));
         // SAFETY: the stand-in's malloc/ptr/free are plain C.
         unsafe {
-            let p = (rt.library.malloc)(64);
-            assert!(!p.is_null());
-            assert_eq!((rt.library.ptr)(p, 0), p);
-            assert!((rt.library.ptr)(p, 1).is_null());
-            (rt.library.free)(p);
+            let p = rt.library.malloc(64);
+            assert_ne!(p, 0);
+            assert_eq!(rt.library.ptr(p, 0), p);
+            assert_eq!(rt.library.ptr(p, 1), 0);
+            rt.library.free(p);
         }
         // Started once per process: the same rank again gets the same engine, another
         // rank an error saying why.

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use iris_driver::BackendKind;
+use crate::BackendKind;
 
 /// A SHMEM library: it owns the heap, the bootstrap and the network; iris reads the
 /// per-peer pointers it hands out.
@@ -20,15 +20,24 @@ pub enum ShmemEngine {
 /// candidates tried in order: the C name first, then (rocSHMEM, whose host API is C++) the
 /// Itanium-mangled names of its `rocshmem::` functions.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct EntryPoints {
+pub struct EntryPoints {
+    /// `nvshmemx_get_uniqueid`: a new unique id.
     pub get_uniqueid: &'static [&'static str],
+    /// `nvshmemx_set_attr_uniqueid_args`: init attributes from a unique id.
     pub set_attr_uniqueid_args: &'static [&'static str],
+    /// `nvshmemx_hostlib_init_attr`: starting the engine.
     pub init_attr: &'static [&'static str],
+    /// `nvshmemx_hostlib_finalize`: ending it.
     pub finalize: &'static [&'static str],
+    /// `nvshmem_my_pe`.
     pub my_pe: &'static [&'static str],
+    /// `nvshmem_n_pes`.
     pub n_pes: &'static [&'static str],
+    /// `nvshmem_malloc`: a symmetric allocation.
     pub malloc: &'static [&'static str],
+    /// `nvshmem_free`.
     pub free: &'static [&'static str],
+    /// `nvshmem_ptr`: a peer's copy as this process reaches it.
     pub ptr: &'static [&'static str],
     /// Whether the engine is already initialised in this process (by another library,
     /// e.g. PyTorch): returns >= 2 when it is. Optional: empty where the engine has none.
@@ -38,7 +47,7 @@ pub(crate) struct EntryPoints {
 /// Byte layouts of the engine's unique id and init attributes (opaque C structs whose
 /// version fields the library checks).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct AbiLayout {
+pub struct AbiLayout {
     /// Size of the unique id.
     pub uniqueid_bytes: usize,
     /// `(offset, value)` of the unique id's version field, if it has one.
@@ -109,7 +118,8 @@ impl ShmemEngine {
         }
     }
 
-    pub(crate) fn entry_points(self) -> EntryPoints {
+    /// The symbol names of the host-library entry points iris calls.
+    pub fn entry_points(self) -> EntryPoints {
         match self {
             ShmemEngine::Nvshmem => EntryPoints {
                 get_uniqueid: &["nvshmemx_get_uniqueid"],
@@ -153,7 +163,8 @@ impl ShmemEngine {
         }
     }
 
-    pub(crate) fn abi(self) -> AbiLayout {
+    /// The byte layouts of the unique id and the init attributes.
+    pub fn abi(self) -> AbiLayout {
         match self {
             // nvshmem_uniqueid.h / nvshmem_types.h (NVSHMEM 3.x): a 128-byte id whose
             // first int is (1 << 16) + 128; nvshmemx_init_attr_v2 (144 bytes) = { int

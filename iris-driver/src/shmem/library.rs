@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::engine::ShmemEngine;
-use iris_driver::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Where to look for an engine's host library. [`from_env`](LibrarySearch::from_env)
 /// reads the environment; tests build one by hand.
@@ -43,31 +43,148 @@ impl LibrarySearch {
     }
 }
 
-/// The entry points of a loaded host library (signatures common to NVSHMEM 3 and rocSHMEM
-/// 3; ids and attributes are opaque byte blocks laid out per [`ShmemEngine`]).
-pub(crate) struct ShmemLibrary {
-    pub engine: ShmemEngine,
+/// A loaded host library: its entry points (signatures common to NVSHMEM 3 and rocSHMEM
+/// 3; ids and attributes are opaque byte blocks laid out per [`ShmemEngine::abi`]),
+/// called through the methods below, which check the blocks' sizes.
+pub struct ShmemLibrary {
+    engine: ShmemEngine,
     /// Where it was loaded from.
-    pub path: String,
-    pub get_uniqueid: unsafe extern "C" fn(*mut u8) -> c_int,
-    pub set_attr_uniqueid_args: unsafe extern "C" fn(c_int, c_int, *const u8, *mut u8) -> c_int,
-    pub init_attr: unsafe extern "C" fn(c_uint, *mut u8) -> c_int,
-    pub finalize: unsafe extern "C" fn(),
-    pub my_pe: unsafe extern "C" fn() -> c_int,
-    pub n_pes: unsafe extern "C" fn() -> c_int,
-    pub malloc: unsafe extern "C" fn(usize) -> *mut c_void,
-    pub free: unsafe extern "C" fn(*mut c_void),
-    pub ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
-    pub init_status: Option<unsafe extern "C" fn() -> c_int>,
+    path: String,
+    get_uniqueid: unsafe extern "C" fn(*mut u8) -> c_int,
+    set_attr_uniqueid_args: unsafe extern "C" fn(c_int, c_int, *const u8, *mut u8) -> c_int,
+    init_attr: unsafe extern "C" fn(c_uint, *mut u8) -> c_int,
+    finalize: unsafe extern "C" fn(),
+    my_pe: unsafe extern "C" fn() -> c_int,
+    n_pes: unsafe extern "C" fn() -> c_int,
+    malloc: unsafe extern "C" fn(usize) -> *mut c_void,
+    free: unsafe extern "C" fn(*mut c_void),
+    ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
+    init_status: Option<unsafe extern "C" fn() -> c_int>,
     /// Keeps the entry points above valid.
     _library: libloading::Library,
 }
 
 impl ShmemLibrary {
+    /// The engine this library is.
+    pub fn engine(&self) -> ShmemEngine {
+        self.engine
+    }
+
+    /// Where it was loaded from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// Whether the engine is already initialised in this process (by another library).
     pub fn already_started(&self) -> bool {
         // SAFETY: the status query takes no arguments and may be called at any time.
         self.init_status.is_some_and(|f| unsafe { f() } >= 2)
+    }
+
+    /// `Ok` for a return code of 0, else a message naming the entry point.
+    fn check(&self, rc: c_int, entry: &[&str]) -> Result<(), String> {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("{} returned {rc}", entry.first().unwrap_or(&"?")))
+        }
+    }
+
+    /// `Err` unless `block` holds at least `bytes` (an id or attribute block of the
+    /// engine's layout).
+    fn sized(block: usize, bytes: usize, what: &str) -> Result<(), String> {
+        if block >= bytes {
+            Ok(())
+        } else {
+            Err(format!(
+                "a {what} block of {block} bytes; the engine needs {bytes}"
+            ))
+        }
+    }
+
+    /// Writes a new unique id into `uid` (at least [`AbiLayout::uniqueid_bytes`] long,
+    /// its version field set).
+    pub fn get_uniqueid(&self, uid: &mut [u8]) -> Result<(), String> {
+        Self::sized(uid.len(), self.engine.abi().uniqueid_bytes, "unique id")?;
+        // SAFETY: `uid` holds the engine's unique-id block.
+        let rc = unsafe { (self.get_uniqueid)(uid.as_mut_ptr()) };
+        self.check(rc, self.engine.entry_points().get_uniqueid)
+    }
+
+    /// Fills the init attributes `attr` to start as PE `rank` of `size` from `uid`.
+    pub fn set_attr_uniqueid_args(
+        &self,
+        rank: i32,
+        size: i32,
+        uid: &[u8],
+        attr: &mut [u8],
+    ) -> Result<(), String> {
+        let abi = self.engine.abi();
+        Self::sized(uid.len(), abi.uniqueid_bytes, "unique id")?;
+        Self::sized(attr.len(), abi.init_attr_bytes, "init attributes")?;
+        // SAFETY: both blocks are the engine's, of the sizes its header gives.
+        let rc =
+            unsafe { (self.set_attr_uniqueid_args)(rank, size, uid.as_ptr(), attr.as_mut_ptr()) };
+        self.check(rc, self.engine.entry_points().set_attr_uniqueid_args)
+    }
+
+    /// Starts the engine with the init attributes `attr` (collective across its PEs).
+    pub fn init_attr(&self, flags: u32, attr: &mut [u8]) -> Result<(), String> {
+        Self::sized(
+            attr.len(),
+            self.engine.abi().init_attr_bytes,
+            "init attributes",
+        )?;
+        // SAFETY: `attr` is the engine's init-attribute block and outlives the call.
+        let rc = unsafe { (self.init_attr)(flags, attr.as_mut_ptr()) };
+        self.check(rc, self.engine.entry_points().init_attr)
+    }
+
+    /// Ends the engine.
+    ///
+    /// # Safety
+    /// This process started it through this library, and nothing of it is used afterwards.
+    pub unsafe fn finalize(&self) {
+        // SAFETY: per the caller.
+        unsafe { (self.finalize)() }
+    }
+
+    /// This process's PE number and the number of PEs.
+    ///
+    /// # Safety
+    /// The engine is started.
+    pub unsafe fn pe_and_count(&self) -> (i32, i32) {
+        // SAFETY: per the caller.
+        unsafe { ((self.my_pe)(), (self.n_pes)()) }
+    }
+
+    /// Allocates `bytes` of the symmetric heap (collective: every PE, same size, same
+    /// order); 0 when it fails.
+    ///
+    /// # Safety
+    /// The engine is started.
+    pub unsafe fn malloc(&self, bytes: usize) -> u64 {
+        // SAFETY: per the caller.
+        unsafe { (self.malloc)(bytes) as u64 }
+    }
+
+    /// Frees an allocation of [`malloc`](ShmemLibrary::malloc) (collective).
+    ///
+    /// # Safety
+    /// `addr` came from `malloc` of this engine and is not used afterwards.
+    pub unsafe fn free(&self, addr: u64) {
+        // SAFETY: per the caller.
+        unsafe { (self.free)(addr as *mut c_void) }
+    }
+
+    /// PE `pe`'s copy of the symmetric address `addr` as this process can reach it, or 0
+    /// when it cannot.
+    ///
+    /// # Safety
+    /// The engine is started and `addr` lies in its symmetric heap.
+    pub unsafe fn ptr(&self, addr: u64, pe: i32) -> u64 {
+        // SAFETY: per the caller.
+        unsafe { (self.ptr)(addr as *const c_void, pe) as u64 }
     }
 }
 
@@ -78,7 +195,7 @@ impl std::fmt::Debug for ShmemLibrary {
 }
 
 /// Loads `engine`'s host library from the first place of `search` that has a usable one.
-pub(crate) fn load(engine: ShmemEngine, search: &LibrarySearch) -> Result<ShmemLibrary> {
+pub fn load(engine: ShmemEngine, search: &LibrarySearch) -> Result<ShmemLibrary> {
     let mut tried = Vec::new();
     let homes: Vec<PathBuf> = match &search.home {
         Some(home) => vec![home.clone()],
@@ -354,9 +471,7 @@ mod tests {
         let mut uid = vec![0u8; abi.uniqueid_bytes];
         let (off, version) = abi.uniqueid_version.unwrap();
         uid[off..off + 4].copy_from_slice(&version.to_ne_bytes());
-        // SAFETY: a unique-id block of the size and version the header declares.
-        let rc = unsafe { (lib.get_uniqueid)(uid.as_mut_ptr()) };
-        assert_eq!(rc, 0);
+        lib.get_uniqueid(&mut uid).unwrap();
         assert_eq!(uid[..4], version.to_ne_bytes());
         assert!(
             uid[4..].iter().any(|&b| b != 0),
