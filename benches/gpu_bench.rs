@@ -615,10 +615,13 @@ fn ceilings(plan: &Plan) -> iris::Result<Vec<Row>> {
         util::fill_hash::launch(iris, grid_for(iris, n), &ra, n, seed)?;
         iris.synchronize()?;
         let (w, r) = (plan.warmup, plan.repeats);
-        // SAFETY (both): the runtime's own live allocations of `bytes`.
-        let memset = rt.time(w, r, |s| unsafe { rt.device.memset(s, rt.b, 0x5a, bytes) })?;
-        let memcpy = rt.time(w, r, |s| unsafe {
-            rt.device.memcpy_dtod(s, rt.b, rt.a, bytes)
+        let memset = rt.time(w, r, |s| {
+            // SAFETY: the runtime's own live allocation of `bytes`.
+            unsafe { rt.device.memset(s, rt.b, 0x5a, bytes) }
+        })?;
+        let memcpy = rt.time(w, r, |s| {
+            // SAFETY: the runtime's own live allocations of `bytes` each.
+            unsafe { rt.device.memcpy_dtod(s, rt.b, rt.a, bytes) }
         })?;
         rt.stream.synchronize(iris.timeout())?;
         let memcpy_ok = check(iris, rb, n, seed)?;

@@ -34,8 +34,9 @@
 //! ```
 //!
 //! The device API lives in [`prelude`]; the host runtime in [`Iris`], [`World`],
-//! [`Buffer`], [`SymmetricBuffer`]; what the macro emits in [`abi`].
-#![warn(missing_docs)]
+//! [`Buffer`], [`SymmetricBuffer`]; the collectives in [`ccl`]; what the macro emits in
+//! [`abi`]; the device layer under the runtime, for measuring devices and interoperating
+//! with other libraries, in [`driver`].
 
 // The kernel macros name this crate `::iris`, inside it too (the collectives are kernels).
 extern crate self as iris;
@@ -43,7 +44,24 @@ extern crate self as iris;
 pub use iris_device::abi;
 pub use iris_device::prelude;
 pub use iris_device::prelude::*;
-pub use iris_host::*;
 pub use iris_macros::{kernel, kernels};
 
+// The runtime's public surface, named one by one: contexts and worlds, memory, symmetric
+// memory and its providers, launching, errors.
+pub use iris_host::{
+    rank_env_from_process, AsDevicePtr, BackendKind, Buffer, DeviceInfo, DevicePtr, Error, Event,
+    Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv, Result, ShmemBootstrap,
+    ShmemEngine, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider, World,
+};
+
 pub mod ccl;
+
+/// The device layer under the runtime: opening a backend and driving a device directly
+/// (memory, streams, events, launches of loaded modules), for measuring a device or
+/// working beside another library. Kernels and ranks never need it.
+pub mod driver {
+    pub use iris_host::driver::{
+        open, open_default, Backend, BackendKind, Device, DeviceInfo, Event, LaunchDims,
+        MemoryKind, Module, Stream,
+    };
+}

@@ -219,6 +219,7 @@ fn slot<T>(value: &mut T) -> *mut c_void {
 
 fn read_u32(device: &dyn Device, stream: &dyn Stream, addr: u64, n: usize) -> Vec<u32> {
     let mut bytes = vec![0u8; n * 4];
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe { device.memcpy_dtoh(stream, &mut bytes, addr) }.expect("dtoh");
     bytes
         .chunks(4)
@@ -229,6 +230,7 @@ fn read_u32(device: &dyn Device, stream: &dyn Stream, addr: u64, n: usize) -> Ve
 fn fill(device: &dyn Device, stream: &dyn Stream, module: &dyn Module, out: u64, n: u32) {
     let (mut out, mut n_arg) = (out, n);
     let mut args = [slot(&mut out), slot(&mut n_arg)];
+    // SAFETY: a kernel of this module with matching argument slots; the memory they name stays live until the stream is synchronized.
     unsafe { device.launch(stream, module, 0, dims(n.div_ceil(256), 256), &mut args) }
         .expect("launch fill");
 }
@@ -266,6 +268,7 @@ fn copies_sets_and_events() {
     let pattern: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
     let start = device.create_event().expect("event");
     let end = device.create_event().expect("event");
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe {
         device.memcpy_htod(&*stream, a, &pattern).expect("htod");
         stream.record(&*start).expect("record");
@@ -278,10 +281,12 @@ fn copies_sets_and_events() {
     let ms = start.elapsed_ms(&*end).expect("elapsed");
     assert!(ms >= 0.0, "{ms}");
     let mut back = vec![0u8; n];
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe { device.memcpy_dtoh(&*stream, &mut back, b) }.expect("dtoh");
     let mut expected = pattern.clone();
     expected[16..48].fill(0xab);
     assert!(back == expected, "device copy differs");
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     unsafe {
         device.free(a).expect("free");
         device.free(b).expect("free");
@@ -306,6 +311,7 @@ fn fill_kernel_and_module_selection() {
     let out = device
         .alloc(n as usize * 4, MemoryKind::Device)
         .expect("alloc");
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe { device.memset(&*stream, out, 0xff, n as usize * 4) }.expect("memset");
     fill(&*device, &*stream, &*module, out, n);
     stream.synchronize(WAIT).expect("sync");
@@ -317,6 +323,7 @@ fn fill_kernel_and_module_selection() {
     assert_eq!(bad, None, "fill wrote a wrong value");
 
     let mut args = [std::ptr::null_mut(); 2];
+    // SAFETY: a kernel of this module with matching argument slots; the memory they name stays live until the stream is synchronized.
     match unsafe { device.launch(&*stream, &*module, 2, dims(1, 1), &mut args) } {
         Err(Error::NoSuchKernel {
             index: 2, count: 2, ..
@@ -338,6 +345,7 @@ fn fill_kernel_and_module_selection() {
         Err(err @ Error::ModuleLoad { .. }) => eprintln!("expected error: {err}"),
         other => panic!("broken PTX: {other:?}"),
     }
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     unsafe { device.free(out) }.expect("free");
 }
 
@@ -374,6 +382,7 @@ fn translate_then_store_through_a_table() {
         .expect("alloc b");
     let table = near.alloc(16, MemoryKind::Device).expect("alloc table");
     let bases: Vec<u8> = [a, b].iter().flat_map(|x| x.to_ne_bytes()).collect();
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe {
         near.memcpy_htod(&*stream, table, &bases).expect("table");
         near.memset(&*stream, a, 0, words * 4).expect("clear a");
@@ -390,6 +399,7 @@ fn translate_then_store_through_a_table() {
             slot(&mut peer_arg),
             slot(&mut n_arg),
         ];
+        // SAFETY: a kernel of this module with matching argument slots; the memory they name stays live until the stream is synchronized.
         unsafe { near.launch(&*stream, &*module, 1, dims(n.div_ceil(128), 128), &mut args) }
             .expect("launch translate_store");
     }
@@ -409,6 +419,7 @@ fn translate_then_store_through_a_table() {
             .find(|&(i, &v)| v != peer * 1_000_000 + i as u32);
         assert_eq!(bad, None, "{who}: wrong value after translation");
     }
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     unsafe {
         near.free(a).expect("free");
         far.free(b).expect("free");
@@ -434,6 +445,7 @@ fn threads_share_a_device() {
                 }
                 stream.synchronize(WAIT).expect("sync");
                 let got = read_u32(&*device, &*stream, out, n as usize);
+                // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
                 unsafe { device.free(out) }.expect("free");
                 got.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 1)
             })
@@ -471,9 +483,11 @@ fn launch_overhead_against_raw_cu_launch_kernel() {
     let mut args = [slot(&mut out_arg), slot(&mut n_arg)];
     let d = dims(1, 32);
     let ours = |args: &mut [*mut c_void]| {
+        // SAFETY: a kernel of this module with matching argument slots; the memory they name stays live until the stream is synchronized.
         unsafe { device.launch(&*stream, &*module, 0, d, args) }.expect("launch");
     };
     let raw = |args: &mut [*mut c_void]| {
+        // SAFETY: the test's own live allocations, sized for the calls below.
         let r = unsafe {
             sys::cuLaunchKernel(
                 function,
@@ -537,5 +551,6 @@ fn launch_overhead_against_raw_cu_launch_kernel() {
     );
     eprintln!("  device time per launch, 1000 back to back: {device_us:.3} us");
     assert_eq!(read_u32(&*device, &*stream, out, 32)[31], 63);
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     unsafe { device.free(out) }.expect("free");
 }

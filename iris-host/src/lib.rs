@@ -29,6 +29,7 @@ pub use iris_driver as driver;
 pub use iris_driver::{BackendKind, DeviceInfo, Error, Result};
 pub use launch::{KernelArgs, LaunchConfig};
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
+pub use rank::RankCore;
 pub use symmetric::{
     ProviderKind, ShmemBootstrap, ShmemEngine, ShmemProvider, SymmetricAddressMap, SymmetricBuffer,
     SymmetricProvider,

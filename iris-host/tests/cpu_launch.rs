@@ -253,6 +253,7 @@ fn direct_backend_use() {
         block: [128, 1, 1],
         dynamic_shared_bytes: 0,
     };
+    // SAFETY: a kernel of this module with matching argument slots; the memory they name stays live until the stream is synchronized.
     unsafe { device.launch(&*stream, &*module, WRITE_IDS, dims, &mut slots) }.unwrap();
     // the slots may be reused at once: the launch copied them
     n_slot = 0;
@@ -261,6 +262,7 @@ fn direct_backend_use() {
         .synchronize(std::time::Duration::from_secs(10))
         .unwrap();
     let mut host = vec![0u8; 8 * n as usize];
+    // SAFETY: the test's own live allocation, at least as long as the copy.
     unsafe { device.memcpy_dtoh(&*stream, &mut host, out) }.unwrap();
     let words: Vec<u32> = host
         .chunks(4)
@@ -269,7 +271,10 @@ fn direct_backend_use() {
     assert_eq!(words[2 * 999], 7);
     assert_eq!(words[2 * 999 + 1], 999 % 128);
     // out-of-range copies are refused
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     assert!(unsafe { device.memcpy_dtoh(&*stream, &mut host, out + 8) }.is_err());
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     unsafe { device.free(out) }.unwrap();
+    // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
     assert!(unsafe { device.free(out) }.is_err());
 }

@@ -228,6 +228,7 @@ fn arguments_that_do_not_match_the_parameters() {
                 "{err}"
             );
             // raw device pointers are accepted unchecked
+            // SAFETY: `out` is a live allocation of this context.
             let raw = unsafe { DevicePtr::<u32>::from_raw(out.addr()) };
             let args = write_ids_args(iris, &raw, 32)?;
             iris.launch((1, 32).into(), args)?;
@@ -316,6 +317,7 @@ fn a_kernel_that_never_finishes_times_out() {
             let err = iris.synchronize().unwrap_err();
             assert!(matches!(err, Error::Timeout { rank: Some(0), .. }), "{err}");
             // release the kernel by writing the flag behind the stream's back
+            // SAFETY: the CPU backend's device memory is host memory; the flag is a live, aligned u32.
             unsafe { std::sync::atomic::AtomicU32::from_ptr(flag.addr() as *mut u32) }
                 .store(1, std::sync::atomic::Ordering::Release);
             iris.synchronize()?;

@@ -91,7 +91,7 @@ fn check_shim(item: &syn::ItemFn, rename: Option<syn::Ident>) -> TokenStream {
     }
     quote! {
         #[doc(hidden)]
-        #[allow(dead_code, unused_variables, unused_mut, unused_unsafe, unused_parens, clippy::all)]
+        #[allow(dead_code, unused_variables, unused_mut, unused_unsafe, unused_parens, clippy::all, clippy::undocumented_unsafe_blocks)]
         #f
     }
 }

@@ -60,6 +60,7 @@ pub fn launcher_module(
     } else {
         format_ident!("config")
     };
+    let krate = crate::paths::krate();
     let mut params = Vec::new();
     let mut pushes = Vec::new();
     let syn_params = func.sig.inputs.iter().filter_map(|a| match a {
@@ -71,12 +72,12 @@ pub fn launcher_module(
         match &p.ty {
             Type::Ptr { .. } => {
                 let elem = element_tokens(&pt.ty);
-                params.push(quote!(#pname: &impl ::iris::AsDevicePtr<#elem>));
+                params.push(quote!(#pname: &impl #krate::AsDevicePtr<#elem>));
                 pushes.push(quote!(__args.pointer(#pname)?;));
             }
             Type::Symmetric(_) => {
                 let elem = element_tokens(&pt.ty);
-                params.push(quote!(#pname: &::iris::SymmetricBuffer<'_, #elem>));
+                params.push(quote!(#pname: &#krate::SymmetricBuffer<'_, #elem>));
                 pushes.push(quote!(__args.symmetric(#pname)?;));
             }
             _ => {
@@ -110,10 +111,10 @@ pub fn launcher_module(
             #[doc = #doc_launch]
             #[allow(clippy::too_many_arguments, unused_mut)]
             pub fn launch(
-                #iris: &::iris::Iris,
-                #config: impl ::core::convert::Into<::iris::LaunchConfig>,
+                #iris: &#krate::Iris,
+                #config: impl ::core::convert::Into<#krate::LaunchConfig>,
                 #(#params),*
-            ) -> ::iris::Result<()> {
+            ) -> #krate::Result<()> {
                 let mut __args = #iris.args(&UNIT, #kernel_index);
                 #(#pushes)*
                 #iris.launch(#config.into(), __args)

@@ -24,6 +24,7 @@ mod expand;
 mod fuzz;
 mod launcher;
 mod options;
+mod paths;
 mod unit_tokens;
 
 use proc_macro::TokenStream;

@@ -20,29 +20,31 @@ pub fn shared_bytes(f: &Function) -> u32 {
 }
 
 fn param_kind(ty: &Type) -> TokenStream {
+    let abi = crate::paths::abi();
     match ty {
-        Type::Ptr { .. } => quote!(::iris::abi::ParamKind::Pointer),
-        Type::Symmetric(_) => quote!(::iris::abi::ParamKind::Symmetric),
+        Type::Ptr { .. } => quote!(#abi::ParamKind::Pointer),
+        Type::Symmetric(_) => quote!(#abi::ParamKind::Symmetric),
         other => {
             let size = other.size().unwrap_or(0);
             let align = other.align().unwrap_or(1);
-            quote!(::iris::abi::ParamKind::Value { size: #size, align: #align })
+            quote!(#abi::ParamKind::Value { size: #size, align: #align })
         }
     }
 }
 
 fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
+    let abi = crate::paths::abi();
     let name = &f.name;
     let params = f.params().iter().map(|p| {
         let pname = &p.name;
         let ty = p.ty.to_string();
         let kind = param_kind(&p.ty);
-        quote!(::iris::abi::ParamSpec { name: #pname, ty: #ty, kind: #kind })
+        quote!(#abi::ParamSpec { name: #pname, ty: #ty, kind: #kind })
     });
     let shared = shared_bytes(f);
     let barrier = f.uses_block_barrier;
     quote! {
-        ::iris::abi::KernelSpec {
+        #abi::KernelSpec {
             name: #name,
             params: &[#(#params),*],
             shared_bytes: #shared,
@@ -53,8 +55,9 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
     }
 }
 
-/// `<head>: ::iris::abi::KernelUnit = ...;` for the compiled unit.
+/// `<head>: iris::abi::KernelUnit = ...;` for the compiled unit.
 pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStream {
+    let abi = crate::paths::abi();
     let kernels = unit
         .ir
         .functions
@@ -64,15 +67,15 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStr
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {
-            TargetKind::Amdgpu => quote!(::iris::abi::TargetKind::Amdgpu),
-            TargetKind::Nvptx => quote!(::iris::abi::TargetKind::Nvptx),
-            TargetKind::Cpu => quote!(::iris::abi::TargetKind::Cpu),
+            TargetKind::Amdgpu => quote!(#abi::TargetKind::Amdgpu),
+            TargetKind::Nvptx => quote!(#abi::TargetKind::Nvptx),
+            TargetKind::Cpu => quote!(#abi::TargetKind::Cpu),
         };
         let lit = Literal::byte_string(bytes);
-        quote!(::iris::abi::CodeObject { target: #name, kind: #kind, bytes: #lit })
+        quote!(#abi::CodeObject { target: #name, kind: #kind, bytes: #lit })
     });
     quote! {
-        #head: ::iris::abi::KernelUnit = ::iris::abi::KernelUnit {
+        #head: #abi::KernelUnit = #abi::KernelUnit {
             id: ::core::concat!(::core::module_path!(), "::", #id),
             kernels: &[#(#kernels),*],
             code_objects: &[#(#objects),*],

@@ -313,6 +313,7 @@ mod tests {
             assert!(mem.check(addr.wrapping_sub(1), 1).is_err());
             // SAFETY: not used afterwards.
             unsafe { mem.free(addr).unwrap() };
+            // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
             assert!(unsafe { mem.free(addr) }.is_err());
         }
     }
@@ -333,8 +334,10 @@ mod tests {
             assert_eq!(*(peer as *const u32).add(10), 0xfeed);
         }
         assert!(mem.export(peer).is_err(), "an import is not exportable");
+        // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
         assert!(unsafe { mem.free(addr) }.is_err(), "free of shared memory");
         let plain = mem.alloc(64).unwrap();
+        // SAFETY: the test's own allocation, not used afterwards (a second free is refused).
         assert!(unsafe { mem.free_shared(plain) }.is_err());
         // SAFETY: nothing uses these afterwards.
         unsafe {

@@ -260,18 +260,17 @@ impl GpuApi for Hip {
         dynamic_shared_bytes: u32,
     ) -> Result<u32> {
         let mut blocks = 0;
+        let threads = i32::try_from(block_threads).unwrap_or(i32::MAX);
         // SAFETY: a live function and a valid out-pointer.
-        check(
-            "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
-            unsafe {
-                hip::hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut blocks,
-                    function,
-                    i32::try_from(block_threads).unwrap_or(i32::MAX),
-                    dynamic_shared_bytes as usize,
-                )
-            },
-        )?;
+        let r = unsafe {
+            hip::hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function,
+                threads,
+                dynamic_shared_bytes as usize,
+            )
+        };
+        check("hipModuleOccupancyMaxActiveBlocksPerMultiprocessor", r)?;
         Ok(u32::try_from(blocks).unwrap_or(0))
     }
 

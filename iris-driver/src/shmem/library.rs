@@ -281,12 +281,13 @@ fn open(engine: ShmemEngine, file: impl AsRef<std::ffi::OsStr>) -> Result<ShmemL
     macro_rules! sym {
         ($names:expr) => {{
             let names: &[&str] = $names;
-            // SAFETY: each candidate has the C signature the field declares (the engine's
-            // public header; C++ functions of these signatures use the C calling
-            // convention); `_library` keeps it loaded for as long as the pointer lives.
-            let found = names
-                .iter()
-                .find_map(|name| unsafe { library.get(name.as_bytes()) }.ok().map(|s| *s));
+            let found = names.iter().find_map(|name| {
+                // SAFETY: each candidate has the C signature the field declares (the
+                // engine's public header; C++ functions of these signatures use the C
+                // calling convention); `_library` keeps it loaded for as long as the
+                // pointer lives.
+                unsafe { library.get(name.as_bytes()) }.ok().map(|s| *s)
+            });
             found.ok_or_else(|| {
                 format!(
                     "not a usable {} host library: symbol {} is missing",
