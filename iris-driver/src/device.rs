@@ -35,7 +35,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use iris_device::abi::KernelUnit;
+use iris_device::abi::{CodeObject, KernelUnit, TargetKind};
 
 use crate::error::{Error, Result};
 use crate::kind::BackendKind;
@@ -335,4 +335,26 @@ pub fn downcast<'a, T: Any>(
         call: what,
         message: format!("a {what} of another backend was passed to the {backend} backend"),
     })
+}
+
+/// Picks the code object of `unit` of family `kind` whose target `accepts` returns true
+/// for, preferring later objects in the unit (the macro emits older targets first, so an
+/// NVIDIA backend accepting every `sm_XY <= device` gets the newest). Errors with
+/// [`Error::NoCodeObject`], naming the unit's targets.
+pub fn select_code_object(
+    unit: &'static KernelUnit,
+    kind: TargetKind,
+    device_target: &str,
+    accepts: impl Fn(&str) -> bool,
+) -> Result<&'static CodeObject> {
+    unit.code_objects
+        .iter()
+        .rev()
+        .find(|o| o.kind == kind && accepts(o.target))
+        .ok_or_else(|| Error::NoCodeObject {
+            unit: unit.id,
+            kind,
+            device_target: device_target.to_string(),
+            available: unit.target_names(),
+        })
 }

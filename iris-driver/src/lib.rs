@@ -30,8 +30,9 @@ pub mod sync;
 mod work_queues;
 
 pub use device::{
-    downcast, Backend, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream,
+    downcast, select_code_object, Backend, Device, DeviceInfo, Event, LaunchDims, MemoryKind,
+    Module, Stream,
 };
 pub use error::{Error, Result};
 pub use kind::BackendKind;
-pub use open::{open, open_default, select_code_object};
+pub use open::{open, open_default};

@@ -1,9 +1,6 @@
-//! Opening a backend by kind or from `IRIS_BACKEND`, and choosing the code object a
-//! device loads.
+//! Opening a backend by kind or from `IRIS_BACKEND`.
 
 use std::sync::Arc;
-
-use iris_device::abi::{CodeObject, KernelUnit, TargetKind};
 
 use crate::device::Backend;
 use crate::error::{Error, Result};
@@ -53,26 +50,4 @@ fn open_first_present() -> Result<Arc<dyn Backend>> {
         }
     }
     Err(Error::NoBackend { reasons })
-}
-
-/// Picks the code object of `unit` of family `kind` whose target `accepts` returns true
-/// for, preferring later objects in the unit (the macro emits older targets first, so an
-/// NVIDIA backend accepting every `sm_XY <= device` gets the newest). Errors with
-/// [`Error::NoCodeObject`], naming the unit's targets.
-pub fn select_code_object(
-    unit: &'static KernelUnit,
-    kind: TargetKind,
-    device_target: &str,
-    accepts: impl Fn(&str) -> bool,
-) -> Result<&'static CodeObject> {
-    unit.code_objects
-        .iter()
-        .rev()
-        .find(|o| o.kind == kind && accepts(o.target))
-        .ok_or_else(|| Error::NoCodeObject {
-            unit: unit.id,
-            kind,
-            device_target: device_target.to_string(),
-            available: unit.target_names(),
-        })
 }

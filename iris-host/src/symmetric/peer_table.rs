@@ -9,16 +9,22 @@
 
 use std::time::Duration;
 
-use iris_device::abi::peer_table::HEADER_BYTES;
+use iris_device::abi::peer_table::{ERROR_WORD_INDEX, HEADER_BYTES, WORLD_SIZE_INDEX};
 
 use iris_driver::Result;
 use iris_driver::{Device, MemoryKind, Stream};
 
-/// The table's words: the header, then `bases`.
+/// Words of the header in front of entry 0.
+const HEADER_WORDS: usize = (HEADER_BYTES / 8) as usize;
+
+/// The table's words: the header (the sink zeroed, the error word's address and the world
+/// size at the ABI's indices from entry 0), then `bases`.
 fn table_words(bases: &[u64], error_word: u64) -> Vec<u64> {
-    let mut words = Vec::with_capacity(4 + bases.len());
-    words.extend([0, 0, error_word, bases.len() as u64]);
-    words.extend_from_slice(bases);
+    let mut words = vec![0u64; HEADER_WORDS + bases.len()];
+    let at = |index: i64| (HEADER_WORDS as i64 + index) as usize;
+    words[at(ERROR_WORD_INDEX)] = error_word;
+    words[at(WORLD_SIZE_INDEX)] = bases.len() as u64;
+    words[HEADER_WORDS..].copy_from_slice(bases);
     words
 }
 
