@@ -15,148 +15,17 @@ mod common;
 use common::{human_bytes, parse_count, parse_options, yes_no, Table};
 use iris::{BackendKind, Iris, World};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-#[iris::kernels]
-mod mailbox {
-    use iris::prelude::*;
-
-    /// Polls this rank's copy of `cell` until it reaches `want`; returns the value seen, or
-    /// `u64::MAX` after `spins` polls.
-    fn wait_for(cell: Symmetric<u64>, want: u64, me: u32, spins: u64) -> u64 {
-        let mut polls = 0u64;
-        loop {
-            let seen = atomic_load(cell, me, Ordering::Acquire, Scope::System);
-            if seen >= want {
-                return seen;
-            }
-            polls += 1;
-            if polls >= spins {
-                return u64::MAX;
-            }
-        }
-    }
-
-    /// Round `r`: waits for the consumer's acknowledgement of `r` rounds, writes word `j` as
-    /// `r * words + j + 1` into its mailbox, raises its flag to `r + 1`. `status[0]` = rounds
-    /// sent.
-    #[kernel]
-    pub fn produce(
-        mailbox: Symmetric<u64>,
-        flag: Symmetric<u64>,
-        ack: Symmetric<u64>,
-        status: *mut u64,
-        words: u64,
-        rounds: u64,
-        me: u32,
-        peer: u32,
-        spins: u64,
-    ) {
-        let mut sent = 0u64;
-        for round in 0..rounds {
-            if wait_for(ack, round, me, spins) == u64::MAX {
-                break;
-            }
-            for j in 0..words {
-                store(mailbox.add(j as usize), round * words + j + 1, peer);
-            }
-            atomic_store(flag, round + 1, peer, Ordering::Release, Scope::System);
-            sent += 1;
-        }
-        unsafe { *status = sent };
-    }
-
-    /// Round `r`: waits for the flag to reach `r + 1`, checks that it is exactly that and
-    /// every word of the message, acknowledges. `status[0]` = rounds received, `status[1]` =
-    /// wrong words or flags.
-    #[kernel]
-    pub fn consume(
-        mailbox: Symmetric<u64>,
-        flag: Symmetric<u64>,
-        ack: Symmetric<u64>,
-        status: *mut u64,
-        words: u64,
-        rounds: u64,
-        me: u32,
-        peer: u32,
-        spins: u64,
-    ) {
-        let data = mailbox.local();
-        let mut received = 0u64;
-        let mut wrong = 0u64;
-        for round in 0..rounds {
-            let seen = wait_for(flag, round + 1, me, spins);
-            if seen == u64::MAX {
-                break;
-            }
-            if seen != round + 1 {
-                wrong += 1;
-            }
-            for j in 0..words {
-                if unsafe { *data.add(j as usize) } != round * words + j + 1 {
-                    wrong += 1;
-                }
-            }
-            received += 1;
-            atomic_store(ack, round + 1, peer, Ordering::Release, Scope::System);
-        }
-        unsafe {
-            *status = received;
-            *status.add(1) = wrong;
-        }
-    }
-}
-
-/// Runs `rounds` rounds of `words`-word messages; returns (seconds, whether every message
-/// arrived intact).
+/// One exchange, timed: (seconds of the slower side, whether every message arrived
+/// intact on this rank).
 fn exchange(iris: &Iris, words: usize, rounds: u64) -> iris::Result<(f64, bool)> {
-    let me = iris.rank() as u32;
-    let peer = me ^ 1;
-    let mailbox = iris.symmetric_zeros::<u64>(words)?;
-    let flag = iris.symmetric_zeros::<u64>(1)?;
-    let ack = iris.symmetric_zeros::<u64>(1)?;
-    let status = iris.full::<u64>(2, u64::MAX)?;
-    let spins = 1u64 << 32;
-    iris.barrier()?;
-    let start = Instant::now();
-    let w = words as u64;
-    if me % 2 == 0 {
-        mailbox::produce::launch(
-            iris,
-            (1, 1),
-            &mailbox,
-            &flag,
-            &ack,
-            &status,
-            w,
-            rounds,
-            me,
-            peer,
-            spins,
-        )?;
+    let (s, took) = common::mailbox::exchange(iris, words, rounds)?;
+    let seconds = took.as_secs_f64();
+    let ok = if iris.rank() % 2 == 0 {
+        s[..2] == [rounds, 0]
     } else {
-        mailbox::consume::launch(
-            iris,
-            (1, 1),
-            &mailbox,
-            &flag,
-            &ack,
-            &status,
-            w,
-            rounds,
-            me,
-            peer,
-            spins,
-        )?;
-    }
-    iris.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    iris.barrier()?;
-    let s = status.to_vec()?;
-    let ok = if me % 2 == 0 {
-        s[0] == rounds
-    } else {
-        s[0] == rounds && s[1] == 0
+        s[..5] == [rounds, 0, 0, 0, 0]
     };
     Ok((seconds, ok))
 }

@@ -2,6 +2,7 @@
 //! stream, and the result table.
 #![allow(dead_code)]
 
+pub mod mailbox;
 use iris::{BackendKind, Iris, World};
 
 /// `--ranks`, `--elems`, `--iters` and any example-specific flags.
