@@ -1,5 +1,9 @@
 //! `iris_rs.Context`: this process's rank, its symmetric memory, and launches.
 
+mod collectives;
+mod memory;
+mod put;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -146,9 +150,7 @@ impl PyContext {
         dtype: &str,
         provider: Option<&str>,
     ) -> PyResult<PySymmetric> {
-        let dtype = parse_dtype(dtype)?;
-        let provider = provider.map_or(Ok(self.provider), parse_provider)?;
-        self.allocate(py, dtype, provider, numel, None)
+        self.zeros_impl(py, numel, dtype, provider)
     }
 
     /// A symmetric allocation whose copy on this rank holds `data` (bytes of
@@ -161,15 +163,7 @@ impl PyContext {
         dtype: &str,
         provider: Option<&str>,
     ) -> PyResult<PySymmetric> {
-        let dtype = parse_dtype(dtype)?;
-        let provider = provider.map_or(Ok(self.provider), parse_provider)?;
-        if data.len() % dtype.size() != 0 {
-            return Err(usage(format!(
-                "from_bytes: {} bytes are not a whole number of {dtype} elements",
-                data.len()
-            )));
-        }
-        self.allocate(py, dtype, provider, data.len() / dtype.size(), Some(data))
+        self.symmetric_from_bytes_impl(py, data, dtype, provider)
     }
 
     /// Adopts a PyTorch symmetric tensor: `handle` is what
@@ -185,65 +179,7 @@ impl PyContext {
         tensor: Bound<'_, PyAny>,
         handle: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PySymmetric> {
-        let info = &self.rank.info;
-        let op = describe(&tensor, "adopt: the tensor")?;
-        check_place(info, &op, "adopt: the tensor")?;
-        let handle = match handle {
-            Some(h) if !h.is_none() => h,
-            _ => {
-                return Err(usage(
-                    "adopt: the tensor was not rendezvoused: pass the handle that torch.distributed._symmetric_memory.rendezvous(tensor, group) returned (a tensor from symm_mem.empty, rendezvoused by every rank)",
-                ))
-            }
-        };
-        if !handle.hasattr("buffer_ptrs")? {
-            return Err(usage(format!(
-                "adopt: the handle ({}) is not a symmetric-memory handle: it has no buffer_ptrs",
-                type_name(&handle)
-            )));
-        }
-        let ptrs: Vec<u64> = handle.getattr("buffer_ptrs")?.extract()?;
-        let h_rank: usize = handle.getattr("rank")?.extract()?;
-        let h_world: usize = handle.getattr("world_size")?.extract()?;
-        let buffer_size: Option<usize> = match handle.getattr("buffer_size") {
-            Ok(v) => v.extract()?,
-            Err(_) => None,
-        };
-        let peers = peer_table(info, &op, &ptrs, h_rank, h_world, buffer_size)?;
-        let torch_device = torch_device(&op);
-        let owner = (tensor.clone(), handle.clone())
-            .into_pyobject(py)?
-            .into_any()
-            .unbind();
-        let (local, numel, dtype) = (op.ptr, op.numel, op.dtype);
-        let table = peers.clone();
-        let rank = Arc::clone(&self.rank);
-        let id = py
-            .detach(move || {
-                rank.call(move |r| {
-                    dispatch!(dtype, T => {
-                        // SAFETY: every entry is rank r's copy of the tensor's elements in
-                        // one allocation that PyTorch rendezvoused (checked against the
-                        // handle above); the returned buffer keeps the tensor and the
-                        // handle alive, and freeing it waits for the rank's work.
-                        let buffer = unsafe { r.iris.adopt_external::<T>(local, &table, numel)? };
-                        Ok(r.insert(T::wrap(buffer)))
-                    })
-                })
-            })
-            .map_err(to_py)?;
-        Ok(PySymmetric {
-            rank: Arc::clone(&self.rank),
-            id,
-            dtype,
-            numel,
-            ptr: local,
-            peers,
-            provider: ProviderKind::External,
-            torch_device,
-            owner: Some(owner),
-            freed: AtomicBool::new(false),
-        })
+        self.adopt_impl(py, tensor, handle)
     }
 
     /// All-gather (iris.ccl): every rank's `input` (n elements), in rank order, into every
@@ -258,29 +194,7 @@ impl PyContext {
         algo: &str,
         sync: bool,
     ) -> PyResult<()> {
-        let algo = match algo {
-            "push" => AllGatherAlgo::Push,
-            "pull" => AllGatherAlgo::Pull,
-            other => {
-                return Err(usage(format!(
-                    "all_gather: algo must be push or pull, got {other:?}"
-                )))
-            }
-        };
-        let (i, o, dtype) = self.pair("all_gather", &input, &output)?;
-        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
-        self.keep(py, sync, &[&input, &output]);
-        let rank = Arc::clone(&self.rank);
-        py.detach(move || {
-            rank.call(move |r| {
-                dispatch!(dtype, T => {
-                    let (ccl, input, output) = r.collective::<T>(i, o)?;
-                    ccl::all_gather(ccl, input, output, algo)?;
-                    if sync { ccl.synchronize() } else { Ok(()) }
-                })
-            })
-        })
-        .map_err(to_py)
+        self.all_gather_impl(py, input, output, algo, sync)
     }
 
     /// All-reduce (iris.ccl): the element-wise `op` (`sum`, `min`, `max`) of every rank's
@@ -297,39 +211,7 @@ impl PyContext {
         algo: &str,
         sync: bool,
     ) -> PyResult<()> {
-        let op = match op {
-            "sum" => ReduceOp::Sum,
-            "min" => ReduceOp::Min,
-            "max" => ReduceOp::Max,
-            other => {
-                return Err(usage(format!(
-                    "all_reduce: op must be sum, min or max, got {other:?}"
-                )))
-            }
-        };
-        let algo = match algo {
-            "one_shot" | "oneshot" => AllReduceAlgo::OneShot,
-            "two_shot" | "twoshot" => AllReduceAlgo::TwoShot,
-            other => {
-                return Err(usage(format!(
-                    "all_reduce: algo must be one_shot or two_shot, got {other:?}"
-                )))
-            }
-        };
-        let (i, o, dtype) = self.pair("all_reduce", &input, &output)?;
-        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
-        self.keep(py, sync, &[&input, &output]);
-        let rank = Arc::clone(&self.rank);
-        py.detach(move || {
-            rank.call(move |r| {
-                dispatch!(dtype, T => {
-                    let (ccl, input, output) = r.collective::<T>(i, o)?;
-                    ccl::all_reduce(ccl, input, output, op, algo)?;
-                    if sync { ccl.synchronize() } else { Ok(()) }
-                })
-            })
-        })
-        .map_err(to_py)
+        self.all_reduce_impl(py, input, output, op, algo, sync)
     }
 
     /// Stores `src` (a symmetric buffer, a tensor, or an array: its `numel` elements,
@@ -347,83 +229,7 @@ impl PyContext {
         offset: usize,
         sync: bool,
     ) -> PyResult<()> {
-        let info = &self.rank.info;
-        self.own("put: dst", &dst)?;
-        let (src_op, src_torch) = match src.cast::<PySymmetric>() {
-            Ok(buffer) => {
-                let b = buffer.get();
-                self.own("put: src", b)?;
-                let op = Operand {
-                    ptr: b.ptr,
-                    numel: b.numel,
-                    dtype: b.dtype,
-                    place: crate::tensor::Place::Gpu(None),
-                    torch: false,
-                };
-                (op, b.torch_device)
-            }
-            Err(_) => {
-                let op = describe(&src, "put: src")?;
-                check_place(info, &op, "put: src")?;
-                let device = torch_device(&op);
-                (op, device)
-            }
-        };
-        if src_op.dtype != dst.dtype {
-            return Err(usage(format!(
-                "put: src holds {} but dst holds {}",
-                src_op.dtype, dst.dtype
-            )));
-        }
-        if peer >= info.world_size {
-            return Err(usage(format!(
-                "put: peer {peer} is not a rank of this world of {}",
-                info.world_size
-            )));
-        }
-        let end = offset.checked_add(src_op.numel);
-        if end.is_none_or(|e| e > dst.numel) {
-            return Err(usage(format!(
-                "put: {} elements from offset {offset} do not fit in dst's {}",
-                src_op.numel, dst.numel
-            )));
-        }
-        if src_op.numel > 0 && src_op.ptr == 0 {
-            return Err(usage("put: src has a null address"));
-        }
-        self.sync_torch(py, &[src_torch, dst.torch_device])?;
-        // The source object stays alive until the kernel finished: the call waits for it,
-        // or `synchronize` releases it.
-        let src_obj = src.clone().unbind();
-        if !sync {
-            if let Ok(mut pending) = self.pending.lock() {
-                pending.push(src_obj.clone_ref(py));
-            }
-        }
-        self.keep(py, sync, &[&dst]);
-        let (ptr, n, dtype, id) = (src_op.ptr, src_op.numel as u64, src_op.dtype, dst.id);
-        let cpu = info.backend == BackendKind::Cpu;
-        let rank = Arc::clone(&self.rank);
-        let result = py
-            .detach(move || {
-                rank.call(move |r| {
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    dispatch!(dtype, T => {
-                        let dst = r.typed::<T>(id)?;
-                        // SAFETY: `ptr` is the first of `n` elements of `T` of a contiguous
-                        // array on this rank's device (checked above); its Python object
-                        // stays alive until the kernel finished (see above).
-                        let src = unsafe { DevicePtr::<T>::from_raw(ptr) };
-                        <T as Element>::put(r.iris, launch_shape(n, cpu), src, dst, n, offset as u64, peer as u32)?;
-                        if sync { r.iris.synchronize() } else { Ok(()) }
-                    })
-                })
-            })
-            .map_err(to_py);
-        drop(src_obj);
-        result
+        self.put_impl(py, src, dst, peer, offset, sync)
     }
 
     /// Waits until every rank's work queued before it finished (collective).
@@ -486,46 +292,6 @@ impl PyContext {
 }
 
 impl PyContext {
-    fn allocate(
-        &self,
-        py: Python<'_>,
-        dtype: DType,
-        provider: ProviderKind,
-        numel: usize,
-        data: Option<Vec<u8>>,
-    ) -> PyResult<PySymmetric> {
-        let rank = Arc::clone(&self.rank);
-        let (id, ptr, peers) = py
-            .detach(move || {
-                rank.call(move |r| {
-                    dispatch!(dtype, T => {
-                        let buffer = match &data {
-                            Some(bytes) => r.iris.symmetric_from_slice_with::<T>(provider, &from_bytes::<T>(bytes))?,
-                            None => r.iris.symmetric_with::<T>(provider, numel)?,
-                        };
-                        let ptr = buffer.map().base();
-                        let peers = (0..r.iris.world_size())
-                            .map(|p| buffer.peer_addr(p).unwrap_or(0))
-                            .collect::<Vec<u64>>();
-                        Ok((r.insert(T::wrap(buffer)), ptr, peers))
-                    })
-                })
-            })
-            .map_err(to_py)?;
-        Ok(PySymmetric {
-            rank: Arc::clone(&self.rank),
-            id,
-            dtype,
-            numel,
-            ptr,
-            peers,
-            provider,
-            torch_device: None,
-            owner: None,
-            freed: AtomicBool::new(false),
-        })
-    }
-
     /// Checks that `buffer` is a live buffer of this context.
     fn own(&self, what: &str, buffer: &PySymmetric) -> PyResult<()> {
         buffer.check_live(what)?;
@@ -600,78 +366,12 @@ impl PyContext {
     }
 }
 
-/// The launch shape of `put` for `n` elements.
-fn launch_shape(n: u64, cpu: bool) -> LaunchConfig {
-    let threads: u32 = if cpu { 64 } else { 256 };
-    let per_block = u64::from(threads) * 4;
-    let blocks = n.div_ceil(per_block).clamp(1, if cpu { 1 } else { 1024 });
-    LaunchConfig::linear(blocks as u32, threads)
-}
-
 /// The device PyTorch produces `op` on, when it is a PyTorch GPU tensor.
 fn torch_device(op: &Operand) -> Option<i64> {
     match op.place {
         crate::tensor::Place::Gpu(index) if op.torch => Some(index.unwrap_or(0)),
         _ => None,
     }
-}
-
-/// Each rank's copy of the tensor `op`, from its handle's `buffer_ptrs`: the tensor may
-/// start past the allocation's base (a view with a storage offset), and so do its copies.
-fn peer_table(
-    info: &crate::rank::RankInfo,
-    op: &Operand,
-    ptrs: &[u64],
-    h_rank: usize,
-    h_world: usize,
-    buffer_size: Option<usize>,
-) -> PyResult<Vec<u64>> {
-    if h_rank != info.rank || h_world != info.world_size {
-        return Err(usage(format!(
-            "adopt: the handle is rank {h_rank} of a group of {h_world}, this context is rank {} of {}: rendezvous over the whole world (group=dist.group.WORLD)",
-            info.rank, info.world_size
-        )));
-    }
-    if ptrs.len() != info.world_size {
-        return Err(usage(format!(
-            "adopt: the handle has {} buffer_ptrs for a world of {}",
-            ptrs.len(),
-            info.world_size
-        )));
-    }
-    if op.numel == 0 {
-        return Err(usage("adopt: an empty tensor cannot be adopted"));
-    }
-    let base = ptrs[info.rank];
-    let offset = op.ptr.checked_sub(base).filter(|_| base != 0);
-    let fits = |offset: u64| match buffer_size {
-        Some(size) => offset
-            .checked_add(op.bytes() as u64)
-            .is_some_and(|end| end <= size as u64),
-        None => offset == 0,
-    };
-    let offset = match offset {
-        Some(o) if fits(o) => o,
-        _ => {
-            return Err(usage(format!(
-                "adopt: the tensor was not rendezvoused with this handle: its data_ptr() {:#x} ({} bytes) is not inside the allocation the handle describes (buffer_ptrs[{}] = {base:#x}, {} bytes): pass the handle rendezvous returned for this tensor's allocation",
-                op.ptr,
-                op.bytes(),
-                info.rank,
-                buffer_size.map_or("unknown".to_string(), |s| s.to_string())
-            )))
-        }
-    };
-    if offset % op.dtype.size() as u64 != 0 {
-        return Err(usage(format!(
-            "adopt: the tensor starts {offset} bytes into its allocation, not a whole number of {} elements",
-            op.dtype
-        )));
-    }
-    Ok(ptrs
-        .iter()
-        .map(|&p| if p == 0 { 0 } else { p + offset })
-        .collect())
 }
 
 fn parse_dtype(name: &str) -> PyResult<DType> {

@@ -1,0 +1,82 @@
+//! The collectives of `iris.ccl` through a context: `all_gather`, `all_reduce`.
+
+use super::*;
+
+impl PyContext {
+    pub(super) fn all_gather_impl(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        algo: &str,
+        sync: bool,
+    ) -> PyResult<()> {
+        let algo = match algo {
+            "push" => AllGatherAlgo::Push,
+            "pull" => AllGatherAlgo::Pull,
+            other => {
+                return Err(usage(format!(
+                    "all_gather: algo must be push or pull, got {other:?}"
+                )))
+            }
+        };
+        let (i, o, dtype) = self.pair("all_gather", &input, &output)?;
+        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
+        self.keep(py, sync, &[&input, &output]);
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                dispatch!(dtype, T => {
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
+                    ccl::all_gather(ccl, input, output, algo)?;
+                    if sync { ccl.synchronize() } else { Ok(()) }
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+
+    pub(super) fn all_reduce_impl(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        op: &str,
+        algo: &str,
+        sync: bool,
+    ) -> PyResult<()> {
+        let op = match op {
+            "sum" => ReduceOp::Sum,
+            "min" => ReduceOp::Min,
+            "max" => ReduceOp::Max,
+            other => {
+                return Err(usage(format!(
+                    "all_reduce: op must be sum, min or max, got {other:?}"
+                )))
+            }
+        };
+        let algo = match algo {
+            "one_shot" | "oneshot" => AllReduceAlgo::OneShot,
+            "two_shot" | "twoshot" => AllReduceAlgo::TwoShot,
+            other => {
+                return Err(usage(format!(
+                    "all_reduce: algo must be one_shot or two_shot, got {other:?}"
+                )))
+            }
+        };
+        let (i, o, dtype) = self.pair("all_reduce", &input, &output)?;
+        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
+        self.keep(py, sync, &[&input, &output]);
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                dispatch!(dtype, T => {
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
+                    ccl::all_reduce(ccl, input, output, op, algo)?;
+                    if sync { ccl.synchronize() } else { Ok(()) }
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+}
