@@ -40,18 +40,18 @@ pub fn every_param() -> (Unit, Vec<(Type, ParamKind)>) {
         as_f32(ps[3].clone()),
         as_f32(cast(ps[4].clone(), t::u32())),
         as_f32(ps[5].clone()),
-        intr(Intrinsic::VecGet(2), vec![ps[6].clone()], t::f32()),
+        intr(Op::VecGet(2), vec![ps[6].clone()], t::f32()),
         as_f32(ps[7].clone()),
         as_f32(ps[8].clone()),
         intr(
-            Intrinsic::RemoteLoad,
+            Op::RemoteLoad,
             vec![ps[0].clone(), int(1, t::u32())],
             t::f32(),
         ),
         as_f32(intr(
-            Intrinsic::VecGet(1),
+            Op::VecGet(1),
             vec![intr(
-                Intrinsic::RemoteLoad,
+                Op::RemoteLoad,
                 vec![ps[9].clone(), int(0, t::u32())],
                 t::vec("u64x2"),
             )],

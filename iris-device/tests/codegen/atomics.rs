@@ -9,17 +9,17 @@ use iris_device::compiler::kernel_ir::*;
 use iris_device::compiler::{Target, ALL_TARGETS};
 
 /// A kernel `name(p: Symmetric<elem>, v: elem, peer: u32)` whose body is one intrinsic.
-fn atomic_kernel(name: &str, elem: Type, op: Intrinsic) -> Function {
+fn atomic_kernel(name: &str, elem: Type, op: Op) -> Function {
     let mut f = Func::kernel(name);
     let p = f.param("p", t::sym(elem.clone()));
     let v = f.param("v", elem.clone());
     let peer = f.param("peer", t::u32());
     let (args, ty) = match &op {
-        Intrinsic::AtomicRmw { .. } => (vec![p, v, peer], elem),
-        Intrinsic::AtomicCas { .. } => (vec![p, v.clone(), v, peer], elem),
-        Intrinsic::AtomicLoad { .. } => (vec![p, peer], elem),
-        Intrinsic::AtomicStore { .. } => (vec![p, v, peer], t::unit()),
-        Intrinsic::Fence { .. } => (vec![], t::unit()),
+        Op::AtomicRmw { .. } => (vec![p, v, peer], elem),
+        Op::AtomicCas { .. } => (vec![p, v.clone(), v, peer], elem),
+        Op::AtomicLoad { .. } => (vec![p, peer], elem),
+        Op::AtomicStore { .. } => (vec![p, v, peer], t::unit()),
+        Op::Fence { .. } => (vec![], t::unit()),
         other => panic!("{other:?}"),
     };
     // Keep the result alive: store it back locally.
@@ -33,8 +33,8 @@ fn atomic_kernel(name: &str, elem: Type, op: Intrinsic) -> Function {
     f.finish(body)
 }
 
-fn rmw(op: RmwOp, order: MemOrder, scope: MemScope) -> Intrinsic {
-    Intrinsic::AtomicRmw { op, order, scope }
+fn rmw(op: RmwOp, order: MemOrder, scope: MemScope) -> Op {
+    Op::AtomicRmw { op, order, scope }
 }
 
 fn only(name: &str, f: Function) -> Unit {
@@ -204,7 +204,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "cas_u32_acqrel_sys",
                 t::u32(),
-                Intrinsic::AtomicCas {
+                Op::AtomicCas {
                     order: AcqRel,
                     scope: System,
                 },
@@ -215,7 +215,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "cas_i64_acquire_block",
                 t::i64(),
-                Intrinsic::AtomicCas {
+                Op::AtomicCas {
                     order: Acquire,
                     scope: Block,
                 },
@@ -226,7 +226,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "load_acquire_sys",
                 t::u32(),
-                Intrinsic::AtomicLoad {
+                Op::AtomicLoad {
                     order: Acquire,
                     scope: System,
                 },
@@ -237,7 +237,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "load_relaxed_dev",
                 t::u64(),
-                Intrinsic::AtomicLoad {
+                Op::AtomicLoad {
                     order: Relaxed,
                     scope: Device,
                 },
@@ -248,7 +248,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "store_release_sys",
                 t::u32(),
-                Intrinsic::AtomicStore {
+                Op::AtomicStore {
                     order: Release,
                     scope: System,
                 },
@@ -259,7 +259,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "store_relaxed_block",
                 t::f32(),
-                Intrinsic::AtomicStore {
+                Op::AtomicStore {
                     order: Relaxed,
                     scope: Block,
                 },
@@ -270,7 +270,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "fence_seqcst_sys",
                 t::u32(),
-                Intrinsic::Fence {
+                Op::Fence {
                     order: SeqCst,
                     scope: System,
                 },
@@ -281,7 +281,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "fence_acqrel_sys",
                 t::u32(),
-                Intrinsic::Fence {
+                Op::Fence {
                     order: AcqRel,
                     scope: System,
                 },
@@ -292,7 +292,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "fence_release_dev",
                 t::u32(),
-                Intrinsic::Fence {
+                Op::Fence {
                     order: Release,
                     scope: Device,
                 },
@@ -303,7 +303,7 @@ fn every_atomic_compiles_and_ptx_keeps_order_and_scope() {
             atomic_kernel(
                 "fence_acquire_block",
                 t::u32(),
-                Intrinsic::Fence {
+                Op::Fence {
                     order: Acquire,
                     scope: Block,
                 },
@@ -353,7 +353,7 @@ fn atomic_loads_and_stores_of_every_scalar() {
         let p = f.param("p", t::sym(t::s(sc)));
         let peer = f.param("peer", t::u32());
         let load = intr(
-            Intrinsic::AtomicLoad {
+            Op::AtomicLoad {
                 order: Acquire,
                 scope: System,
             },
@@ -361,7 +361,7 @@ fn atomic_loads_and_stores_of_every_scalar() {
             t::s(sc),
         );
         let store = intr(
-            Intrinsic::AtomicStore {
+            Op::AtomicStore {
                 order: Release,
                 scope: Device,
             },

@@ -31,7 +31,7 @@ pub fn all_gather() -> Unit {
                     world,
                     false,
                     stmts(vec![s(intr(
-                        Intrinsic::RemoteStore,
+                        Op::RemoteStore,
                         vec![sym_add(out, idx), vv, peerv],
                         t::unit(),
                     ))]),
@@ -88,7 +88,7 @@ pub fn vector_put() -> Unit {
         ],
         |p, i| {
             vec![s(intr(
-                Intrinsic::RemoteStore,
+                Op::RemoteStore,
                 vec![
                     sym_add(p[1].clone(), i.clone()),
                     deref(ptr_add(p[0].clone(), i)),
@@ -114,7 +114,7 @@ pub fn vector_get() -> Unit {
             vec![s(assign(
                 Place::Deref(ptr_add(p[1].clone(), i.clone())),
                 intr(
-                    Intrinsic::RemoteLoad,
+                    Op::RemoteLoad,
                     vec![sym_add(p[0].clone(), i), p[2].clone()],
                     v,
                 ),
@@ -138,7 +138,7 @@ pub fn fill_peer() -> Unit {
         n,
         false,
         stmts(vec![s(intr(
-            Intrinsic::RemoteStore,
+            Op::RemoteStore,
             vec![sym_add(out, iv), v, peer],
             t::unit(),
         ))]),

@@ -2,7 +2,8 @@
 //! functions of the unit, and associated functions of types (`f32x4::new`, `f16::from_f32`).
 
 use super::super::kernel_ir::{
-    Dim, Expr, ExprKind, Intrinsic, MemOrder, MemScope, RmwOp, Scalar, SharedArray, Type, Vector,
+    Dim, Expr, ExprKind, Intrinsic, MemOrder, MemScope, Operand, RmwOp, Scalar, SharedArray, Type,
+    Vector,
 };
 use super::super::CompileError;
 use super::builder::FnBuilder;
@@ -148,10 +149,7 @@ impl FnBuilder<'_> {
                         lanes.push(lane);
                     }
                     Ok(Some(self.expr(
-                        ExprKind::Intrinsic {
-                            op: Intrinsic::VecNew,
-                            args: lanes,
-                        },
+                        ExprKind::Intrinsic(Intrinsic::VecNew { lanes }),
                         vt,
                         span,
                     )))
@@ -161,10 +159,10 @@ impl FnBuilder<'_> {
                     let args = self.args(c)?;
                     self.expect(&args[0], &Type::Scalar(v.elem))?;
                     Ok(Some(self.expr(
-                        ExprKind::Intrinsic {
-                            op: Intrinsic::VecSplat,
-                            args,
-                        },
+                        ExprKind::Intrinsic({
+                            let [value] = operands(args);
+                            Intrinsic::VecSplat { value }
+                        }),
                         vt,
                         span,
                     )))
@@ -263,10 +261,17 @@ impl FnBuilder<'_> {
         }
         let ty = args[0].ty.clone();
         Ok(self.expr(
-            ExprKind::Intrinsic {
-                op: Intrinsic::Math(f),
-                args,
-            },
+            ExprKind::Intrinsic({
+                let mut args = args.into_iter().map(Box::new);
+                let x = args
+                    .next()
+                    .ok_or_else(|| CompileError::new(span, "missing argument"))?;
+                Intrinsic::Math {
+                    f,
+                    x,
+                    y: args.next(),
+                }
+            }),
             ty,
             span,
         ))
@@ -297,14 +302,7 @@ impl FnBuilder<'_> {
                     _ => return Err(unknown_intrinsic(name, span)),
                 };
                 self.arity(c, name, 0)?;
-                return Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: id(d, which),
-                        args: vec![],
-                    },
-                    u32t,
-                    span,
-                ));
+                return Ok(self.expr(ExprKind::Intrinsic(id(d, which)), u32t, span));
             }
         }
         match name {
@@ -312,10 +310,7 @@ impl FnBuilder<'_> {
                 self.arity(c, name, 0)?;
                 self.uses_block_barrier = true;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::SyncThreads,
-                        args: vec![],
-                    },
+                    ExprKind::Intrinsic(Intrinsic::SyncThreads),
                     Type::Unit,
                     span,
                 ))
@@ -331,10 +326,7 @@ impl FnBuilder<'_> {
                     ));
                 }
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Fence { order, scope },
-                        args: vec![],
-                    },
+                    ExprKind::Intrinsic(Intrinsic::Fence { order, scope }),
                     Type::Unit,
                     span,
                 ))
@@ -347,21 +339,17 @@ impl FnBuilder<'_> {
                 } else {
                     Intrinsic::GlobalTimerNs
                 };
-                Ok(self.expr(
-                    ExprKind::Intrinsic { op, args: vec![] },
-                    Type::Scalar(Scalar::U64),
-                    span,
-                ))
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Scalar(Scalar::U64), span))
             }
             "nanosleep" => {
                 self.arity(c, name, 1)?;
                 let args = self.args(c)?;
                 self.expect(&args[0], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Nanosleep,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [ns] = operands(args);
+                        Intrinsic::Nanosleep { ns }
+                    }),
                     Type::Unit,
                     span,
                 ))
@@ -372,10 +360,10 @@ impl FnBuilder<'_> {
                 let elem = self.symmetric_elem(&args[0])?;
                 self.expect(&args[1], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::RemoteLoad,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [sym, peer] = operands(args);
+                        Intrinsic::RemoteLoad { sym, peer }
+                    }),
                     elem,
                     span,
                 ))
@@ -387,10 +375,10 @@ impl FnBuilder<'_> {
                 self.expect(&args[1], &elem)?;
                 self.expect(&args[2], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::RemoteStore,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [sym, value, peer] = operands(args);
+                        Intrinsic::RemoteStore { sym, value, peer }
+                    }),
                     Type::Unit,
                     span,
                 ))
@@ -408,10 +396,10 @@ impl FnBuilder<'_> {
                 )?;
                 self.expect(&args[2], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Get,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [src, dst, peer] = operands(args);
+                        Intrinsic::Get { src, dst, peer }
+                    }),
                     Type::Unit,
                     span,
                 ))
@@ -436,10 +424,10 @@ impl FnBuilder<'_> {
                 }
                 self.expect(&args[2], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Put,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [src, dst, peer] = operands(args);
+                        Intrinsic::Put { src, dst, peer }
+                    }),
                     Type::Unit,
                     span,
                 ))
@@ -453,10 +441,15 @@ impl FnBuilder<'_> {
                 self.expect(&args[2], &u32t)?;
                 self.expect(&args[3], &u32t)?;
                 Ok(self.expr(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Copy,
-                        args,
-                    },
+                    ExprKind::Intrinsic({
+                        let [src, dst, from_peer, to_peer] = operands(args);
+                        Intrinsic::Copy {
+                            src,
+                            dst,
+                            from_peer,
+                            to_peer,
+                        }
+                    }),
                     Type::Unit,
                     span,
                 ))
@@ -468,16 +461,30 @@ impl FnBuilder<'_> {
                 self.atomic_type(&elem, true, name, args[0].span)?;
                 self.expect(&args[1], &elem)?;
                 self.expect(&args[2], &elem)?;
-                let op = Intrinsic::AtomicCas { order, scope };
-                Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
+                let [sym, current, new, peer] = operands(args);
+                let op = Intrinsic::AtomicCas {
+                    order,
+                    scope,
+                    sym,
+                    current,
+                    new,
+                    peer,
+                };
+                Ok(self.expr(ExprKind::Intrinsic(op), elem, span))
             }
             "atomic_load" => {
                 let (args, elem, order, scope) = self.atomic_operands(name, c, 2)?;
                 if matches!(order, MemOrder::Release | MemOrder::AcqRel) {
                     return Err(CompileError::new(c.args[2].span(), "an atomic load cannot be `Release` or `AcqRel`: use Relaxed, Acquire or SeqCst"));
                 }
-                let op = Intrinsic::AtomicLoad { order, scope };
-                Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
+                let [sym, peer] = operands(args);
+                let op = Intrinsic::AtomicLoad {
+                    order,
+                    scope,
+                    sym,
+                    peer,
+                };
+                Ok(self.expr(ExprKind::Intrinsic(op), elem, span))
             }
             "atomic_store" => {
                 let (args, elem, order, scope) = self.atomic_operands(name, c, 3)?;
@@ -485,8 +492,15 @@ impl FnBuilder<'_> {
                     return Err(CompileError::new(c.args[3].span(), "an atomic store cannot be `Acquire` or `AcqRel`: use Relaxed, Release or SeqCst"));
                 }
                 self.expect(&args[1], &elem)?;
-                let op = Intrinsic::AtomicStore { order, scope };
-                Ok(self.expr(ExprKind::Intrinsic { op, args }, Type::Unit, span))
+                let [sym, value, peer] = operands(args);
+                let op = Intrinsic::AtomicStore {
+                    order,
+                    scope,
+                    sym,
+                    value,
+                    peer,
+                };
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
             }
             _ => Err(unknown_intrinsic(name, span)),
         }
@@ -512,8 +526,16 @@ impl FnBuilder<'_> {
         let bits_only = !matches!(op, RmwOp::Add | RmwOp::Sub);
         self.atomic_type(&elem, bits_only, name, args[0].span)?;
         self.expect(&args[1], &elem)?;
-        let op = Intrinsic::AtomicRmw { op, order, scope };
-        Ok(self.expr(ExprKind::Intrinsic { op, args }, elem, span))
+        let [sym, value, peer] = operands(args);
+        let op = Intrinsic::AtomicRmw {
+            op,
+            order,
+            scope,
+            sym,
+            value,
+            peer,
+        };
+        Ok(self.expr(ExprKind::Intrinsic(op), elem, span))
     }
 
     /// The operands every atomic shares: `values` arguments (the `Symmetric<T>` first,
@@ -656,13 +678,20 @@ impl FnBuilder<'_> {
             mutable: true,
         };
         Ok(self.expr(
-            ExprKind::Intrinsic {
-                op: Intrinsic::SharedArray { index },
-                args: vec![],
-            },
+            ExprKind::Intrinsic(Intrinsic::SharedArray { index }),
             ty,
             span,
         ))
+    }
+}
+
+/// Arguments whose count was checked, as an intrinsic's operands. A count that does not
+/// match cannot happen (every caller checks the arity first); it would panic in the macro.
+pub(super) fn operands<const N: usize>(args: Vec<Expr>) -> [Operand; N] {
+    let boxed: Vec<Operand> = args.into_iter().map(Box::new).collect();
+    match boxed.try_into() {
+        Ok(array) => array,
+        Err(v) => unreachable!("{} operands where {N} were checked", v.len()),
     }
 }
 

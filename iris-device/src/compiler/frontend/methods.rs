@@ -35,7 +35,7 @@ impl FnBuilder<'_> {
                     arity(1)?;
                     let count = self.element_count(&name, args, span)?;
                     let ty = receiver.ty.clone();
-                    Ok(self.expr(ExprKind::Intrinsic { op: Intrinsic::PtrOffset, args: vec![receiver, count] }, ty, span))
+                    Ok(self.expr(ExprKind::Intrinsic(Intrinsic::PtrOffset { ptr: Box::new(receiver), count: Box::new(count) }), ty, span))
                 }
                 "cast" => {
                     arity(0)?;
@@ -70,12 +70,12 @@ impl FnBuilder<'_> {
                     arity(1)?;
                     let count = self.element_count(&name, args, span)?;
                     let ty = receiver.ty.clone();
-                    Ok(self.expr(ExprKind::Intrinsic { op: Intrinsic::SymOffset, args: vec![receiver, count] }, ty, span))
+                    Ok(self.expr(ExprKind::Intrinsic(Intrinsic::SymOffset { sym: Box::new(receiver), count: Box::new(count) }), ty, span))
                 }
                 "local" => {
                     arity(0)?;
                     Ok(self.expr(
-                        ExprKind::Intrinsic { op: Intrinsic::SymLocal, args: vec![receiver] },
+                        ExprKind::Intrinsic(Intrinsic::SymLocal { sym: Box::new(receiver) }),
                         Type::Ptr { pointee: elem, mutable: true },
                         span,
                     ))
@@ -84,7 +84,7 @@ impl FnBuilder<'_> {
                     arity(0)?;
                     let to = cast_target(turbofish, span)?;
                     Ok(self.expr(
-                        ExprKind::Intrinsic { op: Intrinsic::SymCast, args: vec![receiver] },
+                        ExprKind::Intrinsic(Intrinsic::SymCast { sym: Box::new(receiver) }),
                         Type::Symmetric(Box::new(to)),
                         span,
                     ))
@@ -106,7 +106,7 @@ impl FnBuilder<'_> {
                     if lane >= v.lanes {
                         return Err(CompileError::new(span, format!("lane {lane} is out of range: `{}` has {} lanes", v.name(), v.lanes)));
                     }
-                    Ok(self.expr(ExprKind::Intrinsic { op: Intrinsic::VecGet(lane), args: vec![receiver] }, Type::Scalar(v.elem), span))
+                    Ok(self.expr(ExprKind::Intrinsic(Intrinsic::VecGet { vector: Box::new(receiver), lane }), Type::Scalar(v.elem), span))
                 }
                 _ => Err(CompileError::new(m.method.span(), format!("vectors have `get`, `+`, `-` and `*`; not `{name}`"))),
             },

@@ -71,8 +71,13 @@ fn resolve_expr(e: &mut Expr, infer: &InferTable) {
             resolve_expr(end, infer);
             resolve_block(body, infer);
         }
-        ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } => {
+        ExprKind::Call { args, .. } => {
             for a in args {
+                resolve_expr(a, infer);
+            }
+        }
+        ExprKind::Intrinsic(op) => {
+            for a in op.operands_mut() {
                 resolve_expr(a, infer);
             }
         }

@@ -80,10 +80,7 @@ fn atomics_take_constant_orderings() {
     };
     assert!(matches!(
         &e.kind,
-        ExprKind::Intrinsic {
-            op: Intrinsic::AtomicRmw { .. },
-            ..
-        }
+        ExprKind::Intrinsic(Intrinsic::AtomicRmw { .. })
     ));
     assert_eq!(e.ty, Type::Scalar(Scalar::U32));
 }

@@ -257,13 +257,8 @@ pub enum ExprKind {
         /// Arguments.
         args: Vec<Expr>,
     },
-    /// A device intrinsic.
-    Intrinsic {
-        /// Which.
-        op: Intrinsic,
-        /// Arguments (see each intrinsic).
-        args: Vec<Expr>,
-    },
+    /// A device intrinsic, with its operands.
+    Intrinsic(Intrinsic),
 }
 
 /// Where an assignment writes.
@@ -357,9 +352,12 @@ pub enum MathFn {
     Max,
 }
 
-/// Device intrinsics. Argument lists are given per variant; `sym` is a `Symmetric<T>`,
-/// `peer` a `u32`.
-#[derive(Clone, Debug, PartialEq)]
+/// An operand of an intrinsic.
+pub type Operand = Box<Expr>;
+
+/// Device intrinsics, each with its operands by name (`sym` is a `Symmetric<T>`, `peer` a
+/// `u32`). [`operands`](Intrinsic::operands) lists them in evaluation order.
+#[derive(Clone, Debug)]
 pub enum Intrinsic {
     /// `thread_idx_*()` -> u32.
     ThreadIdx(Dim),
@@ -371,7 +369,7 @@ pub enum Intrinsic {
     GridDim(Dim),
     /// `sync_threads()`.
     SyncThreads,
-    /// `fence(order, scope)`; no arguments (both are constants).
+    /// `fence(order, scope)` (both constants).
     Fence {
         /// Ordering.
         order: MemOrder,
@@ -383,25 +381,76 @@ pub enum Intrinsic {
         /// Index into the function's shared arrays.
         index: usize,
     },
-    /// `[ptr, count: i64]` -> ptr moved by `count` elements (`add`, `sub`, `offset`).
-    PtrOffset,
-    /// `[sym, count: i64]` -> sym moved by `count` elements.
-    SymOffset,
-    /// `[sym]` -> `*mut T`, the local pointer.
-    SymLocal,
-    /// `[sym]` -> `Symmetric<U>` (`self.ty`), same address.
-    SymCast,
-    /// `[sym, peer]` -> T: read the peer's copy.
-    RemoteLoad,
-    /// `[sym, value, peer]`: write the peer's copy.
-    RemoteStore,
-    /// `[src: sym, dst: ptr, peer]`: peer's `*src` to local `*dst`.
-    Get,
-    /// `[src: ptr, dst: sym, peer]`: local `*src` to peer's `*dst`.
-    Put,
-    /// `[src: sym, dst: sym, from_peer, to_peer]`.
-    Copy,
-    /// `[sym, value, peer]` -> old value.
+    /// `ptr.add(count)` (and `sub`, `offset`): moved by `count` elements.
+    PtrOffset {
+        /// The pointer.
+        ptr: Operand,
+        /// Elements, an `i64`.
+        count: Operand,
+    },
+    /// `sym.add(count)`: the symmetric pointer moved by `count` elements.
+    SymOffset {
+        /// The symmetric pointer.
+        sym: Operand,
+        /// Elements, an `i64`.
+        count: Operand,
+    },
+    /// `sym.local()` -> `*mut T`, the local pointer.
+    SymLocal {
+        /// The symmetric pointer.
+        sym: Operand,
+    },
+    /// `sym.cast::<U>()` -> `Symmetric<U>` (the expression's type), same address.
+    SymCast {
+        /// The symmetric pointer.
+        sym: Operand,
+    },
+    /// `load(sym, peer)` -> T: reads the peer's copy.
+    RemoteLoad {
+        /// What to read.
+        sym: Operand,
+        /// Whose copy.
+        peer: Operand,
+    },
+    /// `store(sym, value, peer)`: writes the peer's copy.
+    RemoteStore {
+        /// Where to write.
+        sym: Operand,
+        /// What.
+        value: Operand,
+        /// Whose copy.
+        peer: Operand,
+    },
+    /// `get(src, dst, peer)`: the peer's `*src` to the local `*dst`.
+    Get {
+        /// Symmetric source.
+        src: Operand,
+        /// Local destination pointer.
+        dst: Operand,
+        /// Whose copy is read.
+        peer: Operand,
+    },
+    /// `put(src, dst, peer)`: the local `*src` to the peer's `*dst`.
+    Put {
+        /// Local source pointer.
+        src: Operand,
+        /// Symmetric destination.
+        dst: Operand,
+        /// Whose copy is written.
+        peer: Operand,
+    },
+    /// `copy(src, dst, from_peer, to_peer)`.
+    Copy {
+        /// Symmetric source.
+        src: Operand,
+        /// Symmetric destination.
+        dst: Operand,
+        /// Whose copy of `src` is read.
+        from_peer: Operand,
+        /// Whose copy of `dst` is written.
+        to_peer: Operand,
+    },
+    /// `atomic_<op>(sym, value, peer, order, scope)` -> the old value.
     AtomicRmw {
         /// The operation.
         op: RmwOp,
@@ -409,40 +458,179 @@ pub enum Intrinsic {
         order: MemOrder,
         /// Scope.
         scope: MemScope,
+        /// The cell.
+        sym: Operand,
+        /// The operand.
+        value: Operand,
+        /// Whose copy.
+        peer: Operand,
     },
-    /// `[sym, current, new, peer]` -> old value.
+    /// `atomic_cas(sym, current, new, peer, order, scope)` -> the old value.
     AtomicCas {
         /// Ordering (on success; failure uses the strongest load ordering it allows).
         order: MemOrder,
         /// Scope.
         scope: MemScope,
+        /// The cell.
+        sym: Operand,
+        /// The value expected.
+        current: Operand,
+        /// The value stored when it matches.
+        new: Operand,
+        /// Whose copy.
+        peer: Operand,
     },
-    /// `[sym, peer]` -> value.
+    /// `atomic_load(sym, peer, order, scope)` -> the value.
     AtomicLoad {
         /// Ordering.
         order: MemOrder,
         /// Scope.
         scope: MemScope,
+        /// The cell.
+        sym: Operand,
+        /// Whose copy.
+        peer: Operand,
     },
-    /// `[sym, value, peer]`.
+    /// `atomic_store(sym, value, peer, order, scope)`.
     AtomicStore {
         /// Ordering.
         order: MemOrder,
         /// Scope.
         scope: MemScope,
+        /// The cell.
+        sym: Operand,
+        /// The value.
+        value: Operand,
+        /// Whose copy.
+        peer: Operand,
     },
-    /// `[lane0, lane1, ...]` -> vector (`f32x4::new([..])`).
-    VecNew,
-    /// `[scalar]` -> vector with every lane set.
-    VecSplat,
-    /// `[vector]` -> lane.
-    VecGet(u32),
-    /// `[x]` or `[x, y]` -> same type.
-    Math(MathFn),
+    /// `f32x4::new([..])`: a vector of its lanes.
+    VecNew {
+        /// One value per lane.
+        lanes: Vec<Expr>,
+    },
+    /// `f32x4::splat(x)`: every lane `x`.
+    VecSplat {
+        /// The value.
+        value: Operand,
+    },
+    /// `v.get(lane)`.
+    VecGet {
+        /// The vector.
+        vector: Operand,
+        /// The lane, a constant.
+        lane: u32,
+    },
+    /// `x.sqrt()`, `x.min(y)`, ...: same type as `x`.
+    Math {
+        /// Which function.
+        f: MathFn,
+        /// The first argument.
+        x: Operand,
+        /// The second, for `min` and `max`.
+        y: Option<Operand>,
+    },
     /// `global_timer_ns()` -> u64: nanoseconds of the device's shared clock.
     GlobalTimerNs,
     /// `clock64()` -> u64: the multiprocessor's cycle counter.
     Clock64,
-    /// `[ns: u32]`: sleeps about `ns` nanoseconds.
-    Nanosleep,
+    /// `nanosleep(ns)`: sleeps about `ns` nanoseconds.
+    Nanosleep {
+        /// Nanoseconds, a `u32`.
+        ns: Operand,
+    },
+}
+
+impl Intrinsic {
+    /// The operands, in evaluation order.
+    pub fn operands(&self) -> Vec<&Expr> {
+        use Intrinsic::*;
+        match self {
+            ThreadIdx(_)
+            | BlockIdx(_)
+            | BlockDim(_)
+            | GridDim(_)
+            | SyncThreads
+            | Fence { .. }
+            | SharedArray { .. }
+            | GlobalTimerNs
+            | Clock64 => vec![],
+            PtrOffset { ptr, count } => vec![ptr, count],
+            SymOffset { sym, count } => vec![sym, count],
+            SymLocal { sym } | SymCast { sym } => vec![sym],
+            RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
+            RemoteStore { sym, value, peer }
+            | AtomicRmw {
+                sym, value, peer, ..
+            }
+            | AtomicStore {
+                sym, value, peer, ..
+            } => vec![sym, value, peer],
+            Get { src, dst, peer } | Put { src, dst, peer } => vec![src, dst, peer],
+            Copy {
+                src,
+                dst,
+                from_peer,
+                to_peer,
+            } => vec![src, dst, from_peer, to_peer],
+            AtomicCas {
+                sym,
+                current,
+                new,
+                peer,
+                ..
+            } => vec![sym, current, new, peer],
+            VecNew { lanes } => lanes.iter().collect(),
+            VecSplat { value } => vec![value],
+            VecGet { vector, .. } => vec![vector],
+            Math { x, y, .. } => std::iter::once(&**x).chain(y.as_deref()).collect(),
+            Nanosleep { ns } => vec![ns],
+        }
+    }
+
+    /// The operands, mutably, in evaluation order.
+    pub fn operands_mut(&mut self) -> Vec<&mut Expr> {
+        use Intrinsic::*;
+        match self {
+            ThreadIdx(_)
+            | BlockIdx(_)
+            | BlockDim(_)
+            | GridDim(_)
+            | SyncThreads
+            | Fence { .. }
+            | SharedArray { .. }
+            | GlobalTimerNs
+            | Clock64 => vec![],
+            PtrOffset { ptr, count } => vec![ptr, count],
+            SymOffset { sym, count } => vec![sym, count],
+            SymLocal { sym } | SymCast { sym } => vec![sym],
+            RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
+            RemoteStore { sym, value, peer }
+            | AtomicRmw {
+                sym, value, peer, ..
+            }
+            | AtomicStore {
+                sym, value, peer, ..
+            } => vec![sym, value, peer],
+            Get { src, dst, peer } | Put { src, dst, peer } => vec![src, dst, peer],
+            Copy {
+                src,
+                dst,
+                from_peer,
+                to_peer,
+            } => vec![src, dst, from_peer, to_peer],
+            AtomicCas {
+                sym,
+                current,
+                new,
+                peer,
+                ..
+            } => vec![sym, current, new, peer],
+            VecNew { lanes } => lanes.iter_mut().collect(),
+            VecSplat { value } => vec![value],
+            VecGet { vector, .. } => vec![vector],
+            Math { x, y, .. } => std::iter::once(&mut **x).chain(y.as_deref_mut()).collect(),
+            Nanosleep { ns } => vec![ns],
+        }
+    }
 }

@@ -95,8 +95,118 @@ pub fn deref(p: Expr) -> Expr {
     e(ExprKind::Deref(Box::new(p)), ty)
 }
 
-pub fn intr(op: Intrinsic, args: Vec<Expr>, ty: Type) -> Expr {
-    e(ExprKind::Intrinsic { op, args }, ty)
+/// An intrinsic by kind, its operands given as a list (for writing IR by hand in tests);
+/// [`Op::build`] names them as the IR does.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    ThreadIdx(Dim),
+    BlockIdx(Dim),
+    BlockDim(Dim),
+    SharedArray {
+        index: usize,
+    },
+    PtrOffset,
+    SymOffset,
+    RemoteLoad,
+    RemoteStore,
+    VecGet(u32),
+    Math(MathFn),
+    AtomicRmw {
+        op: RmwOp,
+        order: MemOrder,
+        scope: MemScope,
+    },
+    AtomicCas {
+        order: MemOrder,
+        scope: MemScope,
+    },
+    AtomicLoad {
+        order: MemOrder,
+        scope: MemScope,
+    },
+    AtomicStore {
+        order: MemOrder,
+        scope: MemScope,
+    },
+    Fence {
+        order: MemOrder,
+        scope: MemScope,
+    },
+}
+
+impl Op {
+    /// The IR intrinsic with `args` as its operands, in the order the device API takes
+    /// them.
+    pub fn build(self, args: Vec<Expr>) -> Intrinsic {
+        let mut a = args.into_iter().map(Box::new);
+        let mut next = || a.next().expect("an operand");
+        match self {
+            Op::ThreadIdx(d) => Intrinsic::ThreadIdx(d),
+            Op::BlockIdx(d) => Intrinsic::BlockIdx(d),
+            Op::BlockDim(d) => Intrinsic::BlockDim(d),
+            Op::SharedArray { index } => Intrinsic::SharedArray { index },
+            Op::PtrOffset => Intrinsic::PtrOffset {
+                ptr: next(),
+                count: next(),
+            },
+            Op::SymOffset => Intrinsic::SymOffset {
+                sym: next(),
+                count: next(),
+            },
+            Op::RemoteLoad => Intrinsic::RemoteLoad {
+                sym: next(),
+                peer: next(),
+            },
+            Op::RemoteStore => Intrinsic::RemoteStore {
+                sym: next(),
+                value: next(),
+                peer: next(),
+            },
+            Op::VecGet(lane) => Intrinsic::VecGet {
+                vector: next(),
+                lane,
+            },
+            Op::Math(f) => {
+                let x = next();
+                Intrinsic::Math { f, x, y: a.next() }
+            }
+            Op::AtomicRmw { op, order, scope } => Intrinsic::AtomicRmw {
+                op,
+                order,
+                scope,
+                sym: next(),
+                value: next(),
+                peer: next(),
+            },
+            Op::AtomicCas { order, scope } => Intrinsic::AtomicCas {
+                order,
+                scope,
+                sym: next(),
+                current: next(),
+                new: next(),
+                peer: next(),
+            },
+            Op::AtomicLoad { order, scope } => Intrinsic::AtomicLoad {
+                order,
+                scope,
+                sym: next(),
+                peer: next(),
+            },
+            Op::AtomicStore { order, scope } => Intrinsic::AtomicStore {
+                order,
+                scope,
+                sym: next(),
+                value: next(),
+                peer: next(),
+            },
+            Op::Fence { order, scope } => Intrinsic::Fence { order, scope },
+        }
+    }
+}
+
+/// An intrinsic call: `op` applied to `args`, of type `ty`.
+pub fn intr(op: Op, args: Vec<Expr>, ty: Type) -> Expr {
+    e(ExprKind::Intrinsic(op.build(args)), ty)
 }
 
 pub fn assign(place: Place, value: Expr) -> Expr {
@@ -193,22 +303,22 @@ pub fn call(func: FunctionId, args: Vec<Expr>, ty: Type) -> Expr {
 pub fn ptr_add(p: Expr, n: Expr) -> Expr {
     let ty = p.ty.clone();
     let n = cast(n, t::i64());
-    intr(Intrinsic::PtrOffset, vec![p, n], ty)
+    intr(Op::PtrOffset, vec![p, n], ty)
 }
 
 pub fn sym_add(p: Expr, n: Expr) -> Expr {
     let ty = p.ty.clone();
     let n = cast(n, t::i64());
-    intr(Intrinsic::SymOffset, vec![p, n], ty)
+    intr(Op::SymOffset, vec![p, n], ty)
 }
 
 pub fn thread_idx() -> Expr {
-    intr(Intrinsic::ThreadIdx(Dim::X), vec![], t::u32())
+    intr(Op::ThreadIdx(Dim::X), vec![], t::u32())
 }
 
 pub fn global_id() -> Expr {
-    let bid = intr(Intrinsic::BlockIdx(Dim::X), vec![], t::u32());
-    let bdim = intr(Intrinsic::BlockDim(Dim::X), vec![], t::u32());
+    let bid = intr(Op::BlockIdx(Dim::X), vec![], t::u32());
+    let bdim = intr(Op::BlockDim(Dim::X), vec![], t::u32());
     bin(BinaryOp::Add, bin(BinaryOp::Mul, bid, bdim), thread_idx())
 }
 
@@ -268,7 +378,7 @@ impl Func {
             elem: elem.clone(),
             len,
         });
-        intr(Intrinsic::SharedArray { index }, vec![], t::ptr(elem))
+        intr(Op::SharedArray { index }, vec![], t::ptr(elem))
     }
 
     pub fn finish(self, body: Block) -> Function {

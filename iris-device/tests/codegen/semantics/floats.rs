@@ -8,9 +8,7 @@ use crate::common::ir::*;
 use crate::common::tools::compile;
 use crate::cpu_run::cpu_module;
 use half::{bf16, f16};
-use iris_device::compiler::kernel_ir::{
-    BinaryOp, Expr, Intrinsic, MathFn, Place, Scalar as Sc, UnaryOp,
-};
+use iris_device::compiler::kernel_ir::{BinaryOp, Expr, MathFn, Place, Scalar as Sc, UnaryOp};
 use iris_device::compiler::Target;
 
 /// `float_ops(a, b, out, flags)`: arithmetic, remainder, negation, math and comparisons
@@ -22,7 +20,7 @@ pub fn float_ops_unit(sc: Sc) -> iris_device::compiler::kernel_ir::Unit {
     let b = f.param("b", ty.clone());
     let out = f.param("out", t::ptr(ty.clone()));
     let flags = f.param("flags", t::ptr(t::boolean()));
-    let math = |m: MathFn, args: Vec<Expr>| intr(Intrinsic::Math(m), args, ty.clone());
+    let math = |m: MathFn, args: Vec<Expr>| intr(Op::Math(m), args, ty.clone());
     let values = vec![
         bin(BinaryOp::Add, a.clone(), b.clone()),
         bin(BinaryOp::Sub, a.clone(), b.clone()),

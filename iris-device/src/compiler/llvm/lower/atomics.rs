@@ -37,11 +37,10 @@ impl FnBuilder<'_> {
         op: RmwOp,
         order: MemOrder,
         scope: MemScope,
-        args: &[Expr],
+        sym: &Expr,
+        value: &Expr,
+        peer: &Expr,
     ) -> Result<String, String> {
-        let [sym, value, peer] = args else {
-            return Err("an atomic read-modify-write takes a pointer, a value and a peer".into());
-        };
         let elem = sym_elem(&sym.ty)?;
         let s = self.expr(sym)?;
         let v = self.expr(value)?;
@@ -69,11 +68,11 @@ impl FnBuilder<'_> {
         &mut self,
         order: MemOrder,
         scope: MemScope,
-        args: &[Expr],
+        sym: &Expr,
+        current: &Expr,
+        new: &Expr,
+        peer: &Expr,
     ) -> Result<String, String> {
-        let [sym, current, new, peer] = args else {
-            return Err("`atomic_cas` takes a pointer, two values and a peer".into());
-        };
         let elem = sym_elem(&sym.ty)?;
         let s = self.expr(sym)?;
         let c = self.expr(current)?;
@@ -104,11 +103,9 @@ impl FnBuilder<'_> {
         &mut self,
         order: MemOrder,
         scope: MemScope,
-        args: &[Expr],
+        sym: &Expr,
+        peer: &Expr,
     ) -> Result<String, String> {
-        let [sym, peer] = args else {
-            return Err("`atomic_load` takes a pointer and a peer".into());
-        };
         if matches!(order, MemOrder::Release | MemOrder::AcqRel) {
             return Err(format!("`atomic_load` cannot have ordering {order:?}"));
         }
@@ -132,11 +129,10 @@ impl FnBuilder<'_> {
         &mut self,
         order: MemOrder,
         scope: MemScope,
-        args: &[Expr],
+        sym: &Expr,
+        value: &Expr,
+        peer: &Expr,
     ) -> Result<String, String> {
-        let [sym, value, peer] = args else {
-            return Err("`atomic_store` takes a pointer, a value and a peer".into());
-        };
         if matches!(order, MemOrder::Acquire | MemOrder::AcqRel) {
             return Err(format!("`atomic_store` cannot have ordering {order:?}"));
         }

@@ -211,7 +211,7 @@ impl FnBuilder<'_> {
             ExprKind::Continue => self.loop_jump(false),
             ExprKind::Return(v) => self.return_expr(v.as_deref()),
             ExprKind::Call { func, args } => self.call(e, *func, args),
-            ExprKind::Intrinsic { op, args } => self.intrinsic(e, op, args),
+            ExprKind::Intrinsic(op) => self.intrinsic(e, op),
         }
     }
 

@@ -21,13 +21,14 @@ pub(super) enum Coord {
 
 impl FnBuilder<'_> {
     /// Lowers an intrinsic call `e`.
-    pub fn intrinsic(&mut self, e: &Expr, op: &Intrinsic, args: &[Expr]) -> Result<String, String> {
+    pub fn intrinsic(&mut self, e: &Expr, op: &Intrinsic) -> Result<String, String> {
+        use Intrinsic::*;
         match op {
-            Intrinsic::ThreadIdx(d) => self.coord(Coord::ThreadIdx, *d),
-            Intrinsic::BlockIdx(d) => self.coord(Coord::BlockIdx, *d),
-            Intrinsic::BlockDim(d) => self.coord(Coord::BlockDim, *d),
-            Intrinsic::GridDim(d) => self.coord(Coord::GridDim, *d),
-            Intrinsic::SyncThreads => {
+            ThreadIdx(d) => self.coord(Coord::ThreadIdx, *d),
+            BlockIdx(d) => self.coord(Coord::BlockIdx, *d),
+            BlockDim(d) => self.coord(Coord::BlockDim, *d),
+            GridDim(d) => self.coord(Coord::GridDim, *d),
+            SyncThreads => {
                 match self.arch().kind() {
                     TargetKind::Amdgpu => self.amdgpu_barrier(),
                     TargetKind::Nvptx => self.ptx_barrier(),
@@ -35,34 +36,58 @@ impl FnBuilder<'_> {
                 }
                 Ok(String::new())
             }
-            Intrinsic::Fence { order, scope } => Ok(self.fence(*order, *scope)),
-            Intrinsic::SharedArray { index } => self.shared_array(*index),
-            Intrinsic::PtrOffset => self.ptr_offset(args),
-            Intrinsic::SymOffset => self.sym_offset(args),
-            Intrinsic::SymLocal => self.sym_local(args),
-            Intrinsic::SymCast => match args {
-                [s] => self.expr(s),
-                _ => Err("`cast` takes a symmetric pointer".into()),
-            },
-            Intrinsic::RemoteLoad => self.remote_load(args),
-            Intrinsic::RemoteStore => self.remote_store(args),
-            Intrinsic::Get => self.get(args),
-            Intrinsic::Put => self.put(args),
-            Intrinsic::Copy => self.copy(args),
-            Intrinsic::AtomicRmw { op, order, scope } => self.atomic_rmw(*op, *order, *scope, args),
-            Intrinsic::AtomicCas { order, scope } => self.atomic_cas(*order, *scope, args),
-            Intrinsic::AtomicLoad { order, scope } => self.atomic_load(*order, *scope, args),
-            Intrinsic::AtomicStore { order, scope } => self.atomic_store(*order, *scope, args),
-            Intrinsic::VecNew => self.vec_new(&e.ty, args),
-            Intrinsic::VecSplat => self.vec_splat(&e.ty, args),
-            Intrinsic::VecGet(lane) => self.vec_get(*lane, args),
-            Intrinsic::Math(f) => self.math(*f, &e.ty, args),
-            Intrinsic::GlobalTimerNs => self.global_timer_ns(),
-            Intrinsic::Clock64 => self.clock64(),
-            Intrinsic::Nanosleep => {
-                let [ns] = args else {
-                    return Err("`nanosleep` takes one value".into());
-                };
+            Fence { order, scope } => Ok(self.fence(*order, *scope)),
+            SharedArray { index } => self.shared_array(*index),
+            PtrOffset { ptr, count } => self.ptr_offset(ptr, count),
+            SymOffset { sym, count } => self.sym_offset(sym, count),
+            SymLocal { sym } => self.sym_local(sym),
+            SymCast { sym } => self.expr(sym),
+            RemoteLoad { sym, peer } => self.remote_load(sym, peer),
+            RemoteStore { sym, value, peer } => self.remote_store(sym, value, peer),
+            Get { src, dst, peer } => self.get(src, dst, peer),
+            Put { src, dst, peer } => self.put(src, dst, peer),
+            Copy {
+                src,
+                dst,
+                from_peer,
+                to_peer,
+            } => self.copy(src, dst, from_peer, to_peer),
+            AtomicRmw {
+                op,
+                order,
+                scope,
+                sym,
+                value,
+                peer,
+            } => self.atomic_rmw(*op, *order, *scope, sym, value, peer),
+            AtomicCas {
+                order,
+                scope,
+                sym,
+                current,
+                new,
+                peer,
+            } => self.atomic_cas(*order, *scope, sym, current, new, peer),
+            AtomicLoad {
+                order,
+                scope,
+                sym,
+                peer,
+            } => self.atomic_load(*order, *scope, sym, peer),
+            AtomicStore {
+                order,
+                scope,
+                sym,
+                value,
+                peer,
+            } => self.atomic_store(*order, *scope, sym, value, peer),
+            VecNew { lanes } => self.vec_new(&e.ty, lanes),
+            VecSplat { value } => self.vec_splat(&e.ty, value),
+            VecGet { vector, lane } => self.vec_get(*lane, vector),
+            Math { f, x, y } => self.math(*f, &e.ty, x, y.as_deref()),
+            GlobalTimerNs => self.global_timer_ns(),
+            Clock64 => self.clock64(),
+            Nanosleep { ns } => {
                 let ns = self.expr(ns)?;
                 self.nanosleep(&ns)?;
                 Ok(String::new())
@@ -100,9 +125,9 @@ impl FnBuilder<'_> {
         Ok(acc)
     }
 
-    fn vec_splat(&mut self, ty: &Type, args: &[Expr]) -> Result<String, String> {
-        let (Type::Vector(v), [a]) = (ty, args) else {
-            return Err(format!("`splat` of type `{ty}` takes one value"));
+    fn vec_splat(&mut self, ty: &Type, a: &Expr) -> Result<String, String> {
+        let Type::Vector(v) = ty else {
+            return Err(format!("`splat` of type `{ty}`"));
         };
         let t = types::vector_ty(*v);
         let et = types::scalar_ty(v.elem);
@@ -114,10 +139,7 @@ impl FnBuilder<'_> {
         )))
     }
 
-    fn vec_get(&mut self, lane: u32, args: &[Expr]) -> Result<String, String> {
-        let [a] = args else {
-            return Err("`get` takes one vector".into());
-        };
+    fn vec_get(&mut self, lane: u32, a: &Expr) -> Result<String, String> {
         let Type::Vector(v) = &a.ty else {
             return Err(format!("`get` on `{}`", a.ty));
         };
@@ -135,10 +157,10 @@ impl FnBuilder<'_> {
 
     /// `sqrt`, `abs`, `min`, `max` on floats (IEEE `minNum`/`maxNum`, as Rust's `f32::min`)
     /// and integers.
-    fn math(&mut self, f: MathFn, ty: &Type, args: &[Expr]) -> Result<String, String> {
-        let mut vals = Vec::new();
-        for a in args {
-            vals.push(self.expr(a)?);
+    fn math(&mut self, f: MathFn, ty: &Type, x: &Expr, y: Option<&Expr>) -> Result<String, String> {
+        let mut vals = vec![self.expr(x)?];
+        if let Some(y) = y {
+            vals.push(self.expr(y)?);
         }
         let half = matches!(ty, Type::Scalar(Scalar::F16 | Scalar::BF16));
         if half && self.arch().kind() == TargetKind::Cpu {

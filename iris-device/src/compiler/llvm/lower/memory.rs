@@ -50,10 +50,7 @@ impl FnBuilder<'_> {
     }
 
     /// `ptr.add(count)`: `getelementptr T` by an `i64` element count.
-    pub fn ptr_offset(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [p, n] = args else {
-            return Err("pointer offset takes a pointer and a count".into());
-        };
+    pub fn ptr_offset(&mut self, p: &Expr, n: &Expr) -> Result<String, String> {
         let elem = pointee(&p.ty)?;
         let pv = self.expr(p)?;
         let nv = self.expr(n)?;
@@ -63,10 +60,7 @@ impl FnBuilder<'_> {
     }
 
     /// `sym.add(count)`: the same on the symmetric pointer, keeping base and table.
-    pub fn sym_offset(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [s, n] = args else {
-            return Err("symmetric offset takes a pointer and a count".into());
-        };
+    pub fn sym_offset(&mut self, s: &Expr, n: &Expr) -> Result<String, String> {
         let elem = sym_elem(&s.ty)?;
         let sv = self.expr(s)?;
         let nv = self.expr(n)?;
@@ -80,10 +74,7 @@ impl FnBuilder<'_> {
     }
 
     /// `sym.local()`: the local pointer, as a generic pointer.
-    pub fn sym_local(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [s] = args else {
-            return Err("`local` takes a symmetric pointer".into());
-        };
+    pub fn sym_local(&mut self, s: &Expr) -> Result<String, String> {
         let sv = self.expr(s)?;
         let st = types::sym_ty(self.arch());
         let g = self.arch().gptr();
@@ -138,20 +129,19 @@ impl FnBuilder<'_> {
     }
 
     /// `load(sym, peer)`.
-    pub fn remote_load(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [sym, peer] = args else {
-            return Err("`load` takes a symmetric pointer and a peer".into());
-        };
+    pub fn remote_load(&mut self, sym: &Expr, peer: &Expr) -> Result<String, String> {
         let (addr, elem) = self.translated(sym, peer)?;
         let g = self.arch().gptr();
         self.load(&addr, g, &elem)
     }
 
     /// `store(sym, value, peer)`.
-    pub fn remote_store(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [sym, value, peer] = args else {
-            return Err("`store` takes a symmetric pointer, a value and a peer".into());
-        };
+    pub fn remote_store(
+        &mut self,
+        sym: &Expr,
+        value: &Expr,
+        peer: &Expr,
+    ) -> Result<String, String> {
         let elem = sym_elem(&sym.ty)?;
         let s = self.expr(sym)?;
         let v = self.expr(value)?;
@@ -163,10 +153,7 @@ impl FnBuilder<'_> {
     }
 
     /// `get(src, dst, peer)`: peer's `*src` to the local `*dst`.
-    pub fn get(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [src, dst, peer] = args else {
-            return Err("`get` takes a symmetric source, a destination and a peer".into());
-        };
+    pub fn get(&mut self, src: &Expr, dst: &Expr, peer: &Expr) -> Result<String, String> {
         let elem = sym_elem(&src.ty)?;
         let s = self.expr(src)?;
         let d = self.expr(dst)?;
@@ -179,10 +166,7 @@ impl FnBuilder<'_> {
     }
 
     /// `put(src, dst, peer)`: the local `*src` to peer's `*dst`.
-    pub fn put(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [src, dst, peer] = args else {
-            return Err("`put` takes a source, a symmetric destination and a peer".into());
-        };
+    pub fn put(&mut self, src: &Expr, dst: &Expr, peer: &Expr) -> Result<String, String> {
         let elem = sym_elem(&dst.ty)?;
         let s = self.expr(src)?;
         let d = self.expr(dst)?;
@@ -195,10 +179,13 @@ impl FnBuilder<'_> {
     }
 
     /// `copy(src, dst, from_peer, to_peer)`: each side through its own table.
-    pub fn copy(&mut self, args: &[Expr]) -> Result<String, String> {
-        let [src, dst, from, to] = args else {
-            return Err("`copy` takes two symmetric pointers and two peers".into());
-        };
+    pub fn copy(
+        &mut self,
+        src: &Expr,
+        dst: &Expr,
+        from: &Expr,
+        to: &Expr,
+    ) -> Result<String, String> {
         let elem = sym_elem(&src.ty)?;
         let s = self.expr(src)?;
         let d = self.expr(dst)?;

@@ -125,14 +125,14 @@ mod tests {
         let one = e(ExprKind::Int(1), Type::Scalar(Scalar::U32));
         let peer = e(ExprKind::Int(0), Type::Scalar(Scalar::U32));
         Stmt::Expr(e(
-            ExprKind::Intrinsic {
-                op: Intrinsic::AtomicRmw {
-                    op: RmwOp::Add,
-                    order: MemOrder::Release,
-                    scope,
-                },
-                args: vec![p, one, peer],
-            },
+            ExprKind::Intrinsic(Intrinsic::AtomicRmw {
+                op: RmwOp::Add,
+                order: MemOrder::Release,
+                scope,
+                sym: Box::new(p),
+                value: Box::new(one),
+                peer: Box::new(peer),
+            }),
             Type::Scalar(Scalar::U32),
         ))
     }
