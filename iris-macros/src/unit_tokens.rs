@@ -2,22 +2,9 @@
 
 use iris_device::abi::TargetKind;
 use iris_device::compiler::kernel_ir::{Function, Type};
-use iris_device::compiler::CompiledUnit;
+use iris_device::compiler::{kernel_facts, CompiledUnit};
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
-
-/// Bytes of block-shared memory a function's arrays take: each array 16-byte aligned, in
-/// order (the layout the CPU target uses too).
-pub fn shared_bytes(f: &Function) -> u32 {
-    f.shared_arrays
-        .iter()
-        .map(|a| {
-            let bytes = a.len * a.elem.size().unwrap_or(1) as u64;
-            bytes.div_ceil(16) * 16
-        })
-        .sum::<u64>()
-        .min(u32::MAX as u64) as u32
-}
 
 fn param_kind(ty: &Type) -> TokenStream {
     let abi = crate::paths::abi();
@@ -41,7 +28,8 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
         let kind = param_kind(&p.ty);
         quote!(#abi::ParamSpec { name: #pname, ty: #ty, kind: #kind })
     });
-    let shared = shared_bytes(f);
+    let facts = kernel_facts(f);
+    let (shared, max_threads) = (facts.shared_bytes, facts.max_block_threads);
     let barrier = f.uses_block_barrier;
     quote! {
         #abi::KernelSpec {
@@ -49,7 +37,7 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
             params: &[#(#params),*],
             shared_bytes: #shared,
             uses_block_barrier: #barrier,
-            max_block_threads: 1024,
+            max_block_threads: #max_threads,
             peer_checks: #peer_checks,
         }
     }

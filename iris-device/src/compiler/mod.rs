@@ -7,6 +7,7 @@
 //!
 //! [`compile_unit`] runs the whole pipeline for every target in `IRIS_TARGETS`.
 
+mod abi_facts;
 pub mod code_object;
 mod diagnostics;
 pub mod frontend;
@@ -14,6 +15,7 @@ pub mod kernel_ir;
 pub mod llvm;
 mod targets;
 
+pub use abi_facts::{kernel_facts, KernelFacts, MAX_BLOCK_THREADS};
 pub use diagnostics::CompileError;
 pub use targets::{targets_from_env, Target, ALL_TARGETS};
 

@@ -94,8 +94,11 @@ impl ModuleCtx {
         }
         out.push('\n');
         let kernel_extra = match self.arch.kind() {
-            TargetKind::Amdgpu => " \"amdgpu-flat-work-group-size\"=\"1,1024\"",
-            _ => "",
+            TargetKind::Amdgpu => format!(
+                " \"amdgpu-flat-work-group-size\"=\"1,{}\"",
+                super::super::super::MAX_BLOCK_THREADS
+            ),
+            _ => String::new(),
         };
         let _ = writeln!(
             out,

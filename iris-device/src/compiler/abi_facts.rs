@@ -1,0 +1,31 @@
+//! What a kernel's `abi::KernelSpec` says beyond its parameters, computed here, where the
+//! code is generated, so the macro that writes the spec and the lowering agree by
+//! construction.
+
+use super::kernel_ir::Function;
+use super::llvm::cpu_shared_bytes;
+
+/// The most threads per block every kernel is built for (AMD's
+/// `amdgpu-flat-work-group-size` upper bound; NVIDIA and the CPU take as many).
+pub const MAX_BLOCK_THREADS: u32 = 1024;
+
+/// The facts of a kernel's spec that come from its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelFacts {
+    /// Bytes of block-shared memory its `shared_array`s take, laid out as the lowering lays
+    /// them out (each array 16-byte aligned, in order).
+    pub shared_bytes: u32,
+    /// The most threads per block its code objects accept.
+    pub max_block_threads: u32,
+}
+
+/// The facts of kernel `f` (the frontend has checked its shared arrays: sized elements,
+/// at most 64 KiB each; anything else would read as `u32::MAX` bytes, which no device
+/// launches).
+pub fn kernel_facts(f: &Function) -> KernelFacts {
+    let shared = cpu_shared_bytes(&f.shared_arrays).unwrap_or(u64::MAX);
+    KernelFacts {
+        shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
+        max_block_threads: MAX_BLOCK_THREADS,
+    }
+}
