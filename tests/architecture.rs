@@ -19,7 +19,7 @@ const DRIVER: Layers = Layers {
     layers: &[
         &["kind"],
         &["error"],
-        &["sync", "work_queues"],
+        &["sync", "work_queues", "runtime_loader"],
         &["device"],
         &["gpu", "shmem"],
         &["cpu", "cuda", "hip"],

@@ -25,6 +25,7 @@ pub mod gpu;
 pub mod hip;
 pub mod kind;
 mod open;
+mod runtime_loader;
 pub mod shmem;
 pub mod sync;
 mod work_queues;

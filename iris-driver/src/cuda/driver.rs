@@ -6,13 +6,12 @@
 //! without a (recent enough) driver gets an error, never a panic.
 
 use std::ffi::CStr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUresult};
 
 use crate::error::{Error, Result};
-use crate::{work_queues, BackendKind};
+use crate::{runtime_loader, work_queues, BackendKind};
 
 /// Every driver symbol the backend calls (as cudarc resolves them).
 const SYMBOLS: &[&str] = &[
@@ -75,16 +74,7 @@ static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
 
 /// Loads and initialises the driver once per process; later calls return the same result.
 pub(super) fn load() -> Result<&'static Driver> {
-    DRIVER
-        .get_or_init(|| {
-            catch_unwind(AssertUnwindSafe(load_once))
-                .unwrap_or_else(|_| Err("the CUDA driver library panicked while loading".into()))
-        })
-        .as_ref()
-        .map_err(|reason| Error::BackendUnavailable {
-            kind: BackendKind::Cuda,
-            reason: reason.clone(),
-        })
+    runtime_loader::load_once(&DRIVER, BackendKind::Cuda, load_once)
 }
 
 fn load_once() -> std::result::Result<Driver, String> {

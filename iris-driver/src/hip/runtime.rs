@@ -7,7 +7,6 @@
 
 use std::env;
 use std::ffi::CStr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -16,7 +15,7 @@ use cubecl_hip_sys::hipError_t;
 use libloading::Library;
 
 use crate::error::{Error, Result};
-use crate::{work_queues, BackendKind};
+use crate::{runtime_loader, work_queues, BackendKind};
 
 /// Every HIP symbol the backend calls.
 const SYMBOLS: &[&str] = &[
@@ -73,16 +72,7 @@ static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new()
 /// Loads and initialises the HIP runtime once per process; later calls return the same
 /// result.
 pub(super) fn load() -> Result<&'static Runtime> {
-    RUNTIME
-        .get_or_init(|| {
-            catch_unwind(AssertUnwindSafe(load_once))
-                .unwrap_or_else(|_| Err("the HIP runtime panicked while loading".into()))
-        })
-        .as_ref()
-        .map_err(|reason| Error::BackendUnavailable {
-            kind: BackendKind::Hip,
-            reason: reason.clone(),
-        })
+    runtime_loader::load_once(&RUNTIME, BackendKind::Hip, load_once)
 }
 
 fn load_once() -> std::result::Result<Runtime, String> {
