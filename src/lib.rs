@@ -49,9 +49,10 @@ pub use iris_macros::{kernel, kernels};
 // The runtime's public surface, named one by one: contexts and worlds, memory, symmetric
 // memory and its providers, launching, errors.
 pub use iris_host::{
-    rank_env_from_process, AsDevicePtr, BackendKind, Buffer, DeviceInfo, DevicePtr, Error, Event,
-    Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv, Result, ShmemBootstrap,
-    ShmemEngine, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider, World,
+    rank_env_from_process, AsDevicePtr, BackendKind, Buffer, ConstI16, ConstI32, ConstI64, ConstI8,
+    ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8, ConstUsize, DeviceInfo, DevicePtr, Error,
+    Event, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv, Result,
+    ShmemBootstrap, ShmemEngine, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider, World,
 };
 
 pub mod ccl;

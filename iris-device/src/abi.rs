@@ -78,9 +78,10 @@ pub struct KernelSpec {
     pub params: &'static [ParamSpec],
     /// Bytes of block-shared memory its `shared_array`s take (static, per block).
     pub shared_bytes: u32,
-    /// Whether it calls `sync_threads` (the CPU backend then runs a block's threads
-    /// concurrently).
-    pub uses_block_barrier: bool,
+    /// Whether the threads of a block must run at the same time: the kernel calls
+    /// `sync_threads` or a warp operation. The CPU backend then gives every GPU thread of
+    /// a block its own OS thread.
+    pub concurrent_threads: bool,
     /// The most threads per block its code objects were built for.
     pub max_block_threads: u32,
     /// Whether its remote operations check the peer index against the world size (see
@@ -144,6 +145,16 @@ pub struct CpuLaunchContext {
     pub now_ns: unsafe extern "C" fn() -> u64,
     /// `nanosleep(ns)`: suspends the calling thread for about `ns` nanoseconds.
     pub sleep_ns: unsafe extern "C" fn(ns: u64),
+    /// This thread's seat in its warp (32 consecutive threads of the block), passed to
+    /// `warp_shuffle` and `warp_ballot`; null when the kernel makes no warp operation.
+    pub warp: *mut c_void,
+    /// A shuffle: every lane of the warp passes its `value`; each gets the value of
+    /// `src_lane` (its own value when that lane has no thread). Returns once every lane
+    /// of the warp has called it.
+    pub warp_shuffle: unsafe extern "C" fn(warp: *mut c_void, value: u64, src_lane: u32) -> u64,
+    /// A ballot: every lane passes its `predicate` (0 or 1); each gets bit `i` set for
+    /// every lane `i` that passed 1.
+    pub warp_ballot: unsafe extern "C" fn(warp: *mut c_void, predicate: u32) -> u64,
 }
 
 /// The signature of a kernel in a CPU code object: one call runs one GPU thread.

@@ -27,7 +27,10 @@ pub use context::Iris;
 pub use event::Event;
 pub use iris_driver as driver;
 pub use iris_driver::{BackendKind, DeviceInfo, Error, Result};
-pub use launch::{KernelArgs, LaunchConfig};
+pub use launch::{
+    ConstI16, ConstI32, ConstI64, ConstI8, ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8,
+    ConstUsize, KernelArgs, LaunchConfig,
+};
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
 pub use rank::RankCore;
 pub use symmetric::{

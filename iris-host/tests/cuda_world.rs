@@ -104,7 +104,7 @@ static UNIT: KernelUnit = KernelUnit {
             value("world", "u32", 4),
         ],
         shared_bytes: 0,
-        uses_block_barrier: false,
+        concurrent_threads: false,
         max_block_threads: 1024,
         peer_checks: false,
     }],

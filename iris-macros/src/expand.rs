@@ -1,8 +1,9 @@
 //! The two attributes' expansion: parse, re-emit for rustc, compile, emit launchers.
 
-use crate::launcher::launcher_module;
-use crate::options::{self, Options};
+use crate::launcher::{kernels_of, launcher_module};
+use crate::options;
 use crate::unit_tokens::unit_static;
+use iris_device::compiler::frontend::SourceFn;
 use iris_device::compiler::{self, CompileError, CompiledUnit, Target};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
@@ -71,12 +72,12 @@ fn build_settings(span: Span) -> Result<Settings, CompileError> {
 /// asks for them.
 fn compile(
     name: &str,
-    items: &[(syn::ItemFn, bool)],
+    items: &[SourceFn],
     settings: &Settings,
-    options: Options,
+    peer_checks: bool,
 ) -> Result<CompiledUnit, Vec<CompileError>> {
-    let mut ir = compiler::frontend::build_unit(name, items)?;
-    ir.peer_checks = options.peer_checks || settings.peer_checks;
+    let mut ir = compiler::frontend::build_unit_from(name, items)?;
+    ir.peer_checks = peer_checks || settings.peer_checks;
     compiler::compile_ir(ir, &settings.targets, settings.dump.clone()).map_err(|e| vec![e])
 }
 
@@ -123,12 +124,12 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return errors_to_tokens(&[e]).into_iter().chain(shim).collect(),
     };
     let track = &settings.track;
-    let compiled = compile(
-        &name.to_string(),
-        &[(func.clone(), true)],
-        &settings,
-        options,
-    );
+    let source = SourceFn {
+        item: func.clone(),
+        is_kernel: true,
+        instances: options.instances,
+    };
+    let compiled = compile(&name.to_string(), &[source], &settings, options.peer_checks);
     match compiled {
         Err(errors) => {
             let errs = errors_to_tokens(&errors);
@@ -136,7 +137,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         Ok(unit) => {
             let unit_static = unit_static(&unit, &name.to_string(), quote!(pub static UNIT));
-            let launcher = launcher_module(&func, &unit, 0, unit_static);
+            let kernels = kernels_of(&func, &unit);
+            let launcher = launcher_module(&func, &unit, &kernels, unit_static);
             quote!(#shim #launcher #track)
         }
     }
@@ -172,10 +174,19 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
         match item {
             syn::Item::Fn(f) => {
                 let marker = f.attrs.iter().find(|a| a.path().is_ident("kernel"));
-                if let Some(e) = marker.and_then(options::kernel_marker_error) {
-                    errors.push(CompileError::new(e.span(), e.to_string()));
-                }
-                functions.push((f.clone(), marker.is_some()));
+                let instances = match marker.map(options::kernel_marker) {
+                    Some(Ok(list)) => list,
+                    Some(Err(e)) => {
+                        errors.push(CompileError::new(e.span(), e.to_string()));
+                        None
+                    }
+                    None => None,
+                };
+                functions.push(SourceFn {
+                    item: f.clone(),
+                    is_kernel: marker.is_some(),
+                    instances,
+                });
             }
             syn::Item::Use(_) => kept.push(item.to_token_stream()),
             other => errors.push(CompileError::new(
@@ -186,9 +197,9 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let mod_name = module.ident.clone();
     let mut shims = TokenStream::new();
-    for (f, is_kernel) in &functions {
-        let rename = is_kernel.then(|| shim_name(&f.sig.ident));
-        shims.extend(check_shim(f, rename));
+    for f in &functions {
+        let rename = f.is_kernel.then(|| shim_name(&f.item.sig.ident));
+        shims.extend(check_shim(&f.item, rename));
     }
     let attrs = &module.attrs;
     let vis = &module.vis;
@@ -200,25 +211,27 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => errors_to_tokens(&[e]),
         Ok(settings) => {
             let track = &settings.track;
-            match compile(&mod_name.to_string(), &functions, &settings, options) {
+            match compile(
+                &mod_name.to_string(),
+                &functions,
+                &settings,
+                options.peer_checks,
+            ) {
                 Err(errors) => errors_to_tokens(&errors),
                 Ok(unit) => {
                     let unit_static =
                         unit_static(&unit, &mod_name.to_string(), quote!(pub static __IRIS_UNIT));
                     let mut launchers = TokenStream::new();
-                    let mut kernel_index = 0;
-                    for (f, is_kernel) in &functions {
-                        if *is_kernel {
-                            launchers.extend(launcher_module(
-                                f,
-                                &unit,
-                                kernel_index,
-                                quote!(
-                                    pub use super::__IRIS_UNIT as UNIT;
-                                ),
-                            ));
-                            kernel_index += 1;
-                        }
+                    for f in functions.iter().filter(|f| f.is_kernel) {
+                        let kernels = kernels_of(&f.item, &unit);
+                        launchers.extend(launcher_module(
+                            &f.item,
+                            &unit,
+                            &kernels,
+                            quote!(
+                                pub use super::__IRIS_UNIT as UNIT;
+                            ),
+                        ));
                     }
                     quote!(#[doc(hidden)] #unit_static #launchers #track)
                 }

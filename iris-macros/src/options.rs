@@ -5,58 +5,89 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
+pub use iris_device::compiler::frontend::InstanceList;
+
 /// What an attribute's arguments ask for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     /// `peer_checks`: check every remote operation's peer against the world size.
     pub peer_checks: bool,
+    /// `instances(T = [..], N = [..])`: the instances of a generic kernel.
+    pub instances: Option<InstanceList>,
 }
 
 /// The argument names the attributes accept.
-const ACCEPTED: &str = "`peer_checks`";
+const ACCEPTED: &str = "`peer_checks` and `instances(T = [..])`";
 
 /// Parses the arguments of attribute `attribute` (`#[iris::kernel]`, `#[iris::kernels]`):
-/// nothing, or `peer_checks`. Anything else is an error at its tokens naming what is
-/// accepted.
+/// nothing, `peer_checks`, `instances(..)` (for a generic kernel), or both. Anything else
+/// is an error at its tokens naming what is accepted.
 pub fn parse(attribute: &str, args: TokenStream) -> syn::Result<Options> {
     let mut options = Options::default();
     if args.is_empty() {
         return Ok(options);
     }
-    let idents = Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated
+    let metas = Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated
         .parse2(args.clone())
         .map_err(|_| {
             syn::Error::new(
                 args.span(),
-                format!("{attribute} takes no arguments or {ACCEPTED}"),
+                format!("{attribute} takes no arguments, or {ACCEPTED}"),
             )
         })?;
-    for ident in idents {
-        if ident == "peer_checks" {
-            options.peer_checks = true;
-        } else {
-            return Err(syn::Error::new(
-                ident.span(),
-                format!(
-                    "unknown argument `{ident}` of {attribute}; the one accepted is {ACCEPTED} (check every remote operation's peer against the world size)"
-                ),
-            ));
+    for meta in metas {
+        match &meta {
+            syn::Meta::Path(p) if p.is_ident("peer_checks") => options.peer_checks = true,
+            syn::Meta::List(l) if l.path.is_ident("instances") => {
+                if attribute == "#[iris::kernels]" {
+                    return Err(syn::Error::new(
+                        l.span(),
+                        "`instances(..)` goes on the generic kernel's own marker: `#[kernel(instances(T = [..]))]`",
+                    ));
+                }
+                if options.instances.is_some() {
+                    return Err(syn::Error::new(l.span(), "`instances(..)` is given twice"));
+                }
+                options.instances = Some(InstanceList::parse(l.tokens.clone())?);
+            }
+            other => {
+                let name = other
+                    .path()
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| "this".into());
+                return Err(syn::Error::new(
+                    other.span(),
+                    format!(
+                        "unknown argument `{name}` of {attribute}; accepted: {ACCEPTED} (check every remote operation's peer against the world size; build a generic kernel for these arguments)"
+                    ),
+                ));
+            }
         }
     }
     Ok(options)
 }
 
-/// An error for a `#[kernel(..)]` marker with arguments inside an `#[iris::kernels]`
-/// module (its kernels share device functions, so checks are chosen for the module).
-pub fn kernel_marker_error(attr: &syn::Attribute) -> Option<syn::Error> {
-    let arguments = match &attr.meta {
-        syn::Meta::Path(_) => return None,
-        syn::Meta::List(list) => list.tokens.span(),
-        syn::Meta::NameValue(nv) => nv.value.span(),
+/// The instance list of a `#[kernel(..)]` marker inside an `#[iris::kernels]` module: it
+/// takes `instances(..)` only (checks are chosen for the whole module, whose kernels
+/// share device functions).
+pub fn kernel_marker(attr: &syn::Attribute) -> syn::Result<Option<InstanceList>> {
+    let list = match &attr.meta {
+        syn::Meta::Path(_) => return Ok(None),
+        syn::Meta::List(list) => list,
+        syn::Meta::NameValue(nv) => {
+            return Err(syn::Error::new(nv.value.span(), MARKER_USAGE));
+        }
     };
-    let message = "`#[kernel]` inside an #[iris::kernels] module takes no arguments: write `#[iris::kernels(peer_checks)]` on the module to check every kernel of it";
-    Some(syn::Error::new(arguments, message))
+    let options = parse("#[kernel]", list.tokens.clone())
+        .map_err(|e| syn::Error::new(e.span(), format!("{e}; {MARKER_USAGE}")))?;
+    if options.peer_checks {
+        return Err(syn::Error::new(list.tokens.span(), MARKER_USAGE));
+    }
+    Ok(options.instances)
 }
+
+const MARKER_USAGE: &str = "`#[kernel]` inside an #[iris::kernels] module takes only `instances(..)`: write `#[iris::kernels(peer_checks)]` on the module to check every kernel of it";
 
 #[cfg(test)]
 mod tests {
@@ -64,11 +95,9 @@ mod tests {
     use quote::quote;
 
     #[test]
-    fn accepts_nothing_or_peer_checks() {
-        assert_eq!(
-            parse("#[iris::kernel]", quote!()).unwrap(),
-            Options::default()
-        );
+    fn accepts_nothing_peer_checks_or_instances() {
+        let none = parse("#[iris::kernel]", quote!()).unwrap();
+        assert!(!none.peer_checks && none.instances.is_none());
         assert!(
             parse("#[iris::kernel]", quote!(peer_checks))
                 .unwrap()
@@ -79,10 +108,19 @@ mod tests {
                 .unwrap()
                 .peer_checks
         );
+        let both = parse(
+            "#[iris::kernel]",
+            quote!(instances(T = [f32, bf16], N = [4]), peer_checks),
+        )
+        .unwrap();
+        assert!(both.peer_checks);
+        let list = both.instances.unwrap();
+        assert_eq!(list.params.len(), 2);
+        assert_eq!(list.params[0].1.len(), 2);
     }
 
     #[test]
-    fn anything_else_names_the_accepted_argument() {
+    fn anything_else_names_the_accepted_arguments() {
         let e = parse("#[iris::kernel]", quote!(bogus))
             .unwrap_err()
             .to_string();
@@ -91,9 +129,14 @@ mod tests {
         let e = parse("#[iris::kernels]", quote!(peer_checks = true))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("#[iris::kernels] takes no arguments or `peer_checks`"),
-            "{e}"
-        );
+        assert!(e.contains("unknown argument `peer_checks`"), "{e}");
+        let e = parse("#[iris::kernels]", quote!(instances(T = [f32])))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kernel's own marker"), "{e}");
+        let e = parse("#[iris::kernel]", quote!(instances(T = f32)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("write `instances(T = [f32, bf16]"), "{e}");
     }
 }

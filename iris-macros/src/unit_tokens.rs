@@ -30,13 +30,13 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
     });
     let facts = kernel_facts(f);
     let (shared, max_threads) = (facts.shared_bytes, facts.max_block_threads);
-    let barrier = f.uses_block_barrier;
+    let concurrent = f.uses_block_barrier || f.uses_warp;
     quote! {
         #abi::KernelSpec {
             name: #name,
             params: &[#(#params),*],
             shared_bytes: #shared,
-            uses_block_barrier: #barrier,
+            concurrent_threads: #concurrent,
             max_block_threads: #max_threads,
             peer_checks: #peer_checks,
         }

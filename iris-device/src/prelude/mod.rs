@@ -5,6 +5,7 @@
 //! panics, because host code has no thread, block or peer to speak of.
 
 mod atomics;
+mod element;
 mod ids;
 mod memory;
 mod scope;
@@ -12,8 +13,10 @@ mod symmetric;
 mod time;
 mod values;
 mod vector;
+mod warp;
 
 pub use atomics::*;
+pub use element::{max, min, narrow, widen, Acc, Element};
 pub use ids::*;
 pub use memory::*;
 pub use scope::{fence, Scope};
@@ -21,6 +24,10 @@ pub use symmetric::Symmetric;
 pub use time::{clock64, global_timer_ns, nanosleep};
 pub use values::{AtomicBits, AtomicValue, DeviceValue};
 pub use vector::*;
+pub use warp::{
+    all, any, ballot, lane_id, shfl, shfl_down, shfl_up, shfl_xor, warp_id, warp_reduce_add,
+    warp_reduce_max, warp_reduce_min, warp_size, warp_sync, WarpValue,
+};
 
 pub use core::sync::atomic::Ordering;
 pub use half::{bf16, f16};

@@ -1,6 +1,7 @@
 //! Codegen tests: kernels compiled for every target, read back with LLVM's tools.
 
 mod abi;
+mod arrays;
 mod atomics;
 mod common;
 mod control;
@@ -15,3 +16,4 @@ mod source;
 mod symmetric;
 mod time;
 mod vectors;
+mod warp;

@@ -1,25 +1,35 @@
 //! Kernels written as Rust source, through the frontend.
 
 use crate::common::tools::*;
-use iris_device::compiler::frontend::build_unit;
+use iris_device::compiler::frontend::{build_unit_from, InstanceList, SourceFn};
 use iris_device::compiler::kernel_ir::Unit;
 
 /// Builds a unit from Rust source: every `fn` is a kernel unless its name starts with
-/// `dev_` (a device function).
+/// `dev_` (a device function); a generic kernel's `#[instances(T = [..])]` lists its
+/// instances.
 pub fn unit_from_source(name: &str, src: &str) -> Unit {
     let file: syn::File = syn::parse_str(src).unwrap_or_else(|e| panic!("parse: {e}"));
-    let items: Vec<(syn::ItemFn, bool)> = file
+    let items: Vec<SourceFn> = file
         .items
         .into_iter()
         .filter_map(|i| match i {
-            syn::Item::Fn(f) => {
+            syn::Item::Fn(mut f) => {
                 let kernel = !f.sig.ident.to_string().starts_with("dev_");
-                Some((f, kernel))
+                let mut source = SourceFn::new(f.clone(), kernel);
+                if let Some(pos) = f.attrs.iter().position(|a| a.path().is_ident("instances")) {
+                    let attr = f.attrs.remove(pos);
+                    let syn::Meta::List(list) = attr.meta else {
+                        panic!("#[instances(..)] takes a list")
+                    };
+                    source.instances = Some(InstanceList::parse(list.tokens).unwrap());
+                    source.item = f;
+                }
+                Some(source)
             }
             _ => None,
         })
         .collect();
-    build_unit(name, &items).unwrap_or_else(|errs| {
+    build_unit_from(name, &items).unwrap_or_else(|errs| {
         panic!(
             "frontend rejected {name}: {}",
             errs.iter()

@@ -173,7 +173,7 @@ impl Device for CpuDevice {
         let slots = unsafe { SlotCopy::new(spec.params.iter().map(|p| p.kind), args) };
         let library = Arc::clone(&module.library);
         let shared_bytes = spec.shared_bytes as usize + dims.dynamic_shared_bytes as usize;
-        let concurrent_block = spec.uses_block_barrier;
+        let concurrent_block = spec.concurrent_threads;
         let parallelism = self.parallelism;
         let _span = tracing::trace_span!("cpu_launch", kernel = spec.name).entered();
         stream.submit(Box::new(move || {

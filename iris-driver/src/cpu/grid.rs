@@ -11,6 +11,7 @@ use iris_device::abi::{CpuKernelEntry, CpuLaunchContext};
 
 use super::barrier::{block_barrier, no_barrier, BlockBarrier};
 use super::clock::{now_ns, sleep_ns};
+use super::warp::{lone_ballot, lone_shuffle, warp_ballot, warp_shuffle, Warp, WarpSeat};
 use crate::sync::lock;
 
 /// Stack size of the threads that run a block's GPU threads concurrently.
@@ -29,7 +30,8 @@ pub(crate) struct Grid<'a> {
     pub block: [u32; 3],
     /// Shared memory per block, bytes.
     pub shared_bytes: usize,
-    /// Whether a block's threads must run concurrently (the kernel calls `sync_threads`).
+    /// Whether a block's threads must run concurrently (the kernel calls `sync_threads`
+    /// or a warp operation).
     pub concurrent_block: bool,
     /// One pointer per argument slot.
     pub args: &'a [*mut c_void],
@@ -65,6 +67,9 @@ impl Grid<'_> {
             barrier_state: std::ptr::null_mut(),
             now_ns,
             sleep_ns,
+            warp: std::ptr::null_mut(),
+            warp_shuffle: lone_shuffle,
+            warp_ballot: lone_ballot,
         }
     }
 
@@ -139,6 +144,7 @@ impl Grid<'_> {
             })?;
             team_state.push(Team {
                 shared,
+                warps: Warp::for_block(threads),
                 barrier: BlockBarrier::new(threads),
                 sync: Barrier::new(threads),
                 current: AtomicU64::new(0),
@@ -175,6 +181,14 @@ impl Grid<'_> {
         let mut ctx = self.context(team.shared.ptr());
         ctx.barrier = block_barrier;
         ctx.barrier_state = &team.barrier as *const BlockBarrier as *mut c_void;
+        let warp = &team.warps[t / super::warp::WARP_LANES];
+        let seat = WarpSeat {
+            warp,
+            lane: t % super::warp::WARP_LANES,
+        };
+        ctx.warp = &seat as *const WarpSeat as *mut c_void;
+        ctx.warp_shuffle = warp_shuffle;
+        ctx.warp_ballot = warp_ballot;
         let [bx, by, _] = self.block.map(|d| d as usize);
         ctx.thread_idx = [
             (t % bx) as u32,
@@ -189,6 +203,7 @@ impl Grid<'_> {
                 if b < total {
                     team.shared.zero();
                     team.barrier.reset(threads);
+                    Warp::reset(&team.warps, threads);
                 }
             }
             team.sync.wait();
@@ -201,6 +216,7 @@ impl Grid<'_> {
             // `Device::launch`; the barrier and shared memory outlive the call.
             unsafe { (self.entry)(&ctx, self.args.as_ptr()) };
             team.barrier.leave();
+            warp.leave();
             team.sync.wait();
         }
     }
@@ -209,6 +225,7 @@ impl Grid<'_> {
 /// The threads running one block at a time.
 struct Team {
     shared: SharedMemory,
+    warps: Vec<Warp>,
     barrier: BlockBarrier,
     sync: Barrier,
     current: AtomicU64,

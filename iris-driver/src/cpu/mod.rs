@@ -12,6 +12,7 @@ mod grid;
 mod memory;
 mod module;
 mod stream;
+mod warp;
 
 use std::sync::Arc;
 

@@ -260,7 +260,7 @@ mod tests {
             name: "k",
             params: Box::leak(params.into_boxed_slice()),
             shared_bytes: 0,
-            uses_block_barrier: false,
+            concurrent_threads: false,
             max_block_threads: 0,
             peer_checks: false,
         }];

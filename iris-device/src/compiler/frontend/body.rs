@@ -22,6 +22,9 @@ impl FnBuilder<'_> {
         for (i, stmt) in stmts.iter().enumerate() {
             let last = i + 1 == stmts.len();
             match stmt {
+                syn::Stmt::Local(local) if matches!(local.pat, syn::Pat::Tuple(_)) => {
+                    out.extend(self.let_tuple(local)?);
+                }
                 syn::Stmt::Local(local) => {
                     let s = self.let_stmt(local)?;
                     out.push(s);
@@ -63,6 +66,63 @@ impl FnBuilder<'_> {
             tail,
             ty,
         })
+    }
+
+    /// `let (a, mut b) = (x, y);`: every value is computed before any name is bound (so
+    /// `let (a, b) = (b, a)` swaps), then each is bound as its own `let`.
+    fn let_tuple(&mut self, local: &syn::Local) -> Result<Vec<Stmt>, CompileError> {
+        let syn::Pat::Tuple(pats) = &local.pat else {
+            return Err(CompileError::new(
+                local.pat.span(),
+                "expected a tuple pattern",
+            ));
+        };
+        let usage =
+            "a tuple `let` binds names to a tuple of the same length: `let (a, b) = (x, y);`";
+        let Some(syn::LocalInit {
+            expr,
+            diverge: None,
+            ..
+        }) = &local.init
+        else {
+            return Err(CompileError::new(local.span(), usage));
+        };
+        let syn::Expr::Tuple(values) = strip_parens(expr) else {
+            return Err(CompileError::new(expr.span(), usage));
+        };
+        if values.elems.len() != pats.elems.len() {
+            return Err(CompileError::new(local.span(), usage));
+        }
+        let mut inits = Vec::new();
+        for v in &values.elems {
+            inits.push(self.expr_tree(v)?);
+        }
+        let mut stmts = Vec::new();
+        for (pat, init) in pats.elems.iter().zip(inits) {
+            let (name, mutable, span) = match pat {
+                syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => (
+                    pi.ident.to_string(),
+                    pi.mutability.is_some(),
+                    pi.ident.span(),
+                ),
+                syn::Pat::Wild(w) => ("_".to_string(), false, w.span()),
+                other => return Err(CompileError::new(other.span(), usage)),
+            };
+            if matches!(init.ty, Type::Unit | Type::Never) {
+                return Err(CompileError::new(init.span, "a `let` must bind a value"));
+            }
+            let id = self.declare(Local {
+                name,
+                ty: init.ty.clone(),
+                mutable,
+                span,
+            });
+            stmts.push(Stmt::Let {
+                local: id,
+                init: Some(init),
+            });
+        }
+        Ok(stmts)
     }
 
     fn let_stmt(&mut self, local: &syn::Local) -> Result<Stmt, CompileError> {
@@ -255,7 +315,22 @@ impl FnBuilder<'_> {
             mutable,
             span,
         });
+        let static_range = if mutable {
+            None
+        } else {
+            self.static_range(&start, &end, inclusive)
+        };
+        if let Some((lo, hi)) = static_range {
+            self.static_loops.push(super::arrays::StaticLoop {
+                var,
+                start: lo,
+                end: hi,
+            });
+        }
         let body = self.loop_body(&e.body);
+        if static_range.is_some() {
+            self.static_loops.pop();
+        }
         self.pop_scope();
         let body = body?;
         Ok(self.expr(

@@ -3,6 +3,7 @@
 use super::super::kernel_ir::{Expr, ExprKind, Function, Local, LocalId, SharedArray, Type};
 use super::super::CompileError;
 use super::infer::InferTable;
+use super::registry::Registry;
 use proc_macro2::Span;
 use std::collections::HashMap;
 
@@ -23,10 +24,13 @@ pub struct Signature {
 
 /// Builds one function body.
 pub struct FnBuilder<'u> {
-    /// Every function of the unit, by index.
-    pub sigs: &'u [Signature],
+    /// Every function of the unit, by index (instances of generic device functions are
+    /// added as calls ask for them).
+    pub unit: &'u Registry,
     /// This function's index.
     pub this: usize,
+    /// This function's signature.
+    pub sig: Signature,
     /// Locals so far.
     pub locals: Vec<Local>,
     scopes: Vec<HashMap<String, LocalId>>,
@@ -36,32 +40,42 @@ pub struct FnBuilder<'u> {
     pub shared_arrays: Vec<SharedArray>,
     /// Whether `sync_threads` is called.
     pub uses_block_barrier: bool,
+    /// Whether a warp operation is called.
+    pub uses_warp: bool,
     /// Nesting depth of loops (for `break`/`continue`).
     pub loop_depth: usize,
+    /// The enclosing `for` loops whose ranges are constant (array indices may use
+    /// their variables).
+    pub static_loops: Vec<super::arrays::StaticLoop>,
 }
 
 impl<'u> FnBuilder<'u> {
-    /// A builder with the parameters of `sigs[this]` in scope.
-    pub fn new(sigs: &'u [Signature], this: usize) -> Self {
+    /// A builder with the parameters of function `this` in scope.
+    pub fn new(unit: &'u Registry, this: usize) -> Self {
+        let sig = unit.sig(this);
+        let params = sig.params.clone();
         let mut b = FnBuilder {
-            sigs,
+            unit,
             this,
+            sig,
             locals: Vec::new(),
             scopes: vec![HashMap::new()],
             infer: InferTable::default(),
             shared_arrays: Vec::new(),
             uses_block_barrier: false,
+            uses_warp: false,
             loop_depth: 0,
+            static_loops: Vec::new(),
         };
-        for p in &sigs[this].params {
-            b.declare(p.clone());
+        for p in params {
+            b.declare(p);
         }
         b
     }
 
     /// The function's return type.
     pub fn ret(&self) -> Type {
-        self.sigs[self.this].ret.clone()
+        self.sig.ret.clone()
     }
 
     /// Adds a local to the innermost scope (shadowing any of the same name).
@@ -101,7 +115,7 @@ impl<'u> FnBuilder<'u> {
 
     /// Assembles the function once its body is built.
     pub fn finish(self, body: super::super::kernel_ir::Block) -> Function {
-        let sig = &self.sigs[self.this];
+        let sig = &self.sig;
         Function {
             name: sig.name.clone(),
             is_kernel: sig.is_kernel,
@@ -111,7 +125,9 @@ impl<'u> FnBuilder<'u> {
             body,
             shared_arrays: self.shared_arrays,
             uses_block_barrier: self.uses_block_barrier,
+            uses_warp: self.uses_warp,
             span: sig.span,
+            instance_of: None,
         }
     }
 }

@@ -2,11 +2,12 @@
 //! functions of the unit, and associated functions of types (`f32x4::new`, `f16::from_f32`).
 
 use super::super::kernel_ir::{
-    Dim, Expr, ExprKind, Intrinsic, MemOrder, MemScope, Operand, RmwOp, Scalar, SharedArray, Type,
-    Vector,
+    Dim, Expr, ExprKind, GenericArg, Intrinsic, MemOrder, MemScope, Operand, RmwOp, Scalar,
+    SharedArray, Type, Vector,
 };
 use super::super::CompileError;
 use super::builder::FnBuilder;
+use super::generics;
 use super::types::{is_memory_type, parse_type};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -39,7 +40,7 @@ impl FnBuilder<'_> {
             .path
             .segments
             .iter()
-            .map(|s| s.ident.to_string())
+            .map(|s| super::element::acc_segment(s).unwrap_or_else(|| s.ident.to_string()))
             .collect();
         let span = c.span();
         let Some((name, prefix)) = segs.split_last() else {
@@ -47,8 +48,13 @@ impl FnBuilder<'_> {
         };
         // A device function of the unit.
         if prefix.is_empty() || prefix == ["self"] {
-            if let Some(index) = self.sigs.iter().position(|s| &s.name == name) {
-                return self.device_call(index, c, span);
+            if let Some(index) = self.unit.find(name) {
+                self.no_generic_arguments(path, name)?;
+                let args = self.args(c)?;
+                return self.device_call(index, c, args, span);
+            }
+            if self.unit.template(name).is_some() {
+                return self.generic_call(name, path, c, span);
             }
         }
         // `Type::function(..)`.
@@ -88,13 +94,81 @@ impl FnBuilder<'_> {
         Ok(())
     }
 
+    fn no_generic_arguments(&self, path: &syn::ExprPath, name: &str) -> Result<(), CompileError> {
+        match path.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::None) | None => Ok(()),
+            Some(a) => Err(CompileError::new(
+                a.span(),
+                format!("`{name}` is not generic: call it without `::<..>`"),
+            )),
+        }
+    }
+
+    /// A call to a generic device function: its arguments are the turbofish's (in
+    /// order), then whatever the call's argument types imply.
+    fn generic_call(
+        &mut self,
+        name: &str,
+        path: &syn::ExprPath,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        let unit = self.unit;
+        let Some(t) = unit.template(name) else {
+            return Err(CompileError::new(span, format!("`{name}` is not generic")));
+        };
+        let params = t.params.clone();
+        let declared = t.declared.clone();
+        self.arity(c, name, declared.len())?;
+        let args = self.args(c)?;
+        let mut bound = std::collections::HashMap::new();
+        if let Some(syn::PathArguments::AngleBracketed(a)) =
+            path.path.segments.last().map(|s| &s.arguments)
+        {
+            if a.args.len() > params.len() {
+                return Err(CompileError::new(
+                    a.span(),
+                    format!(
+                        "`{name}` has {} generic parameter(s), {} given",
+                        params.len(),
+                        a.args.len()
+                    ),
+                ));
+            }
+            for (p, g) in params.iter().zip(&a.args) {
+                bound.insert(p.name.clone(), generics::parse_arg(p, g)?);
+            }
+        }
+        let actual: Vec<Type> = args.iter().map(|a| self.infer.known(&a.ty)).collect();
+        generics::infer_from_args(&params, &declared, &actual, &mut bound);
+        let mut list = Vec::new();
+        for p in &params {
+            let Some(arg) = bound.remove(&p.name) else {
+                return Err(CompileError::new(
+                    span,
+                    format!(
+                        "cannot tell `{}` of `{name}` from this call: name it, `{name}::<..>(..)`, or give the literal argument a suffix (`1.0f32`)",
+                        p.name
+                    ),
+                ));
+            };
+            if let (generics::ParamKind::Type(b), GenericArg::Type(ty)) = (p.kind, &arg) {
+                generics::check_type_arg(p, b, ty, span)?;
+            }
+            list.push(arg);
+        }
+        let index = unit.instance(name, list, span)?;
+        self.device_call(index, c, args, span)
+    }
+
     fn device_call(
         &mut self,
         index: usize,
         c: &syn::ExprCall,
+        args: Vec<Expr>,
         span: Span,
     ) -> Result<Expr, CompileError> {
-        let sig = self.sigs[index].clone();
+        let sig = self.unit.sig(index);
         if sig.is_kernel {
             return Err(CompileError::new(
                 span,
@@ -108,7 +182,6 @@ impl FnBuilder<'_> {
             ));
         }
         self.arity(c, &sig.name, sig.params.len())?;
-        let args = self.args(c)?;
         for (a, p) in args.iter().zip(&sig.params) {
             self.expect(a, &p.ty)?;
         }
@@ -178,6 +251,13 @@ impl FnBuilder<'_> {
         let Some(s) = Scalar::from_name(ty) else {
             return Ok(None);
         };
+        if matches!(name, "widen" | "narrow")
+            || (matches!(name, "from_f32" | "from_f64") && !matches!(s, Scalar::F16 | Scalar::BF16))
+        {
+            self.arity(c, name, 1)?;
+            let args = self.args(c)?;
+            return self.element_function(s, name, args, span);
+        }
         match (s, name) {
             (Scalar::F16 | Scalar::BF16, "from_f32" | "from_f64") => {
                 self.arity(c, name, 1)?;
@@ -303,6 +383,16 @@ impl FnBuilder<'_> {
                 };
                 self.arity(c, name, 0)?;
                 return Ok(self.expr(ExprKind::Intrinsic(id(d, which)), u32t, span));
+            }
+        }
+        if super::warp::WARP_FUNCTIONS.contains(&name) {
+            let args = self.args(c)?;
+            return self.warp_call(name, args, span);
+        }
+        if matches!(name, "widen" | "narrow" | "min" | "max") {
+            let args = self.args(c)?;
+            if let Some(e) = self.element_free_function(name, generics, args, span)? {
+                return Ok(e);
             }
         }
         match name {
@@ -614,7 +704,7 @@ impl FnBuilder<'_> {
         span: Span,
     ) -> Result<Expr, CompileError> {
         self.arity(c, "shared_array", 0)?;
-        if !self.sigs[self.this].is_kernel {
+        if !self.sig.is_kernel {
             return Err(CompileError::new(
                 span,
                 "`shared_array` is declared in kernels only: declare it in the kernel and pass the pointer to the device function",
@@ -710,7 +800,7 @@ fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
     CompileError::new(
         span,
         format!(
-            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, global_timer_ns, clock64, nanosleep, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*"
+            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, global_timer_ns, clock64, nanosleep, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*, lane_id, warp_size, warp_id, shfl, shfl_xor, shfl_down, shfl_up, ballot, any, all, warp_sync, warp_reduce_add/min/max, widen, narrow, min, max"
         ),
     )
 }

@@ -77,10 +77,9 @@ impl FnBuilder<'_> {
                 "`()` as a value is not supported in kernels; leave the block without a tail expression",
             )),
             syn::Expr::Macro(m) => Err(macro_error(&m.mac)),
-            syn::Expr::Index(i) => Err(CompileError::new(
-                i.span(),
-                "indexing is not supported in kernels: raw pointers have no `[]`; write `*p.add(i)` (inside `unsafe`)",
-            )),
+            syn::Expr::Index(i) => self.index_expr(i),
+            syn::Expr::Array(a) => self.array_list(a),
+            syn::Expr::Repeat(r) => self.array_repeat(r),
             syn::Expr::Field(f) => Err(CompileError::new(
                 f.span(),
                 "field access is not supported in kernels: there are no structs; for vector lanes use `v.get(0)`",
@@ -99,10 +98,6 @@ impl FnBuilder<'_> {
             )),
             syn::Expr::Struct(s) => Err(CompileError::new(s.span(), "struct values are not supported in kernels")),
             syn::Expr::Tuple(t) => Err(CompileError::new(t.span(), "tuples are not supported in kernels")),
-            syn::Expr::Array(a) => Err(CompileError::new(
-                a.span(),
-                "array values are supported only as the lanes of a vector: `f32x4::new([a, b, c, d])`",
-            )),
             syn::Expr::Range(r) => Err(CompileError::new(r.span(), "ranges are supported only in `for` loops")),
             syn::Expr::Async(a) => Err(CompileError::new(a.span(), "`async` is not supported in kernels")),
             syn::Expr::Await(a) => Err(CompileError::new(a.span(), "`.await` is not supported in kernels")),
@@ -199,7 +194,7 @@ impl FnBuilder<'_> {
             .path
             .segments
             .iter()
-            .map(|s| s.ident.to_string())
+            .map(|s| super::element::acc_segment(s).unwrap_or_else(|| s.ident.to_string()))
             .collect();
         if segs.len() == 2 {
             if let Some(e) = self.associated_constant(&segs[0], &segs[1], span)? {
@@ -231,6 +226,9 @@ impl FnBuilder<'_> {
         let Some(s) = Scalar::from_name(ty) else {
             return Ok(None);
         };
+        if let Some(e) = self.element_constant(s, name, span) {
+            return Ok(Some(e));
+        }
         let t = Type::Scalar(s);
         let kind = if s.is_int() {
             let bits = s.size() * 8;
@@ -254,7 +252,7 @@ impl FnBuilder<'_> {
                 _ => {
                     return Err(CompileError::new(
                         span,
-                        format!("`{ty}::{name}` is not supported; use MAX, MIN or BITS"),
+                        format!("`{ty}::{name}` is not supported; use ZERO, ONE, MAX, MIN or BITS"),
                     ))
                 }
             }
@@ -271,13 +269,16 @@ impl FnBuilder<'_> {
                 _ => {
                     return Err(CompileError::new(
                         span,
-                        format!("`{ty}::{name}` is not supported; use MAX, MIN, EPSILON, INFINITY or NEG_INFINITY"),
+                        format!("`{ty}::{name}` is not supported; use ZERO, ONE, MAX, MIN, EPSILON, INFINITY or NEG_INFINITY"),
                     ))
                 }
             };
             ExprKind::Float(v)
         } else {
-            return Ok(None);
+            return Err(CompileError::new(
+                span,
+                format!("`{ty}::{name}` is not supported; use ZERO, ONE, MAX, MIN, INFINITY or NEG_INFINITY"),
+            ));
         };
         Ok(Some(self.expr(kind, t, span)))
     }
@@ -509,9 +510,10 @@ impl FnBuilder<'_> {
                     other => Err(CompileError::new(u.span(), format!("type `{}` cannot be dereferenced", self.infer.describe(&other)))),
                 }
             }
+            syn::Expr::Index(i) => self.index_place(i),
             other => Err(CompileError::new(
                 other.span(),
-                "kernels can assign to local variables (`x = ..`) and through pointers (`*p = ..`) only",
+                "kernels can assign to local variables (`x = ..`), their array elements (`a[i] = ..`) and through pointers (`*p = ..`) only",
             )),
         }
     }

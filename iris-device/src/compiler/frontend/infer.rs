@@ -73,6 +73,26 @@ impl InferTable {
                 mutable,
             },
             Type::Symmetric(t) => Type::Symmetric(Box::new(self.resolve(&t))),
+            Type::Array { elem, len } => Type::Array {
+                elem: Box::new(self.resolve(&elem)),
+                len,
+            },
+            other => other,
+        }
+    }
+
+    /// The type as far as it is known now, all the way down (free variables stay).
+    pub fn known(&self, ty: &Type) -> Type {
+        match self.shallow(ty) {
+            Type::Ptr { pointee, mutable } => Type::Ptr {
+                pointee: Box::new(self.known(&pointee)),
+                mutable,
+            },
+            Type::Symmetric(t) => Type::Symmetric(Box::new(self.known(&t))),
+            Type::Array { elem, len } => Type::Array {
+                elem: Box::new(self.known(&elem)),
+                len,
+            },
             other => other,
         }
     }
@@ -118,6 +138,13 @@ impl InferTable {
                     mutable: *m,
                 })
             }
+            (Type::Array { elem: p, len: m }, Type::Array { elem: q, len: n }) if m == n => {
+                let t = self.unify(p, q, span)?;
+                Ok(Type::Array {
+                    elem: Box::new(t),
+                    len: *m,
+                })
+            }
             _ => Err(CompileError::new(
                 span,
                 format!(
@@ -140,6 +167,7 @@ impl InferTable {
                 )
             }
             Type::Symmetric(t) => format!("Symmetric<{}>", self.describe(&t)),
+            Type::Array { elem, len } => format!("[{}; {len}]", self.describe(&elem)),
             other => other.to_string(),
         }
     }

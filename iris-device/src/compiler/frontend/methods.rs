@@ -29,6 +29,16 @@ impl FnBuilder<'_> {
             Ok(())
         };
         let turbofish = m.turbofish.as_ref();
+        if matches!(name.as_str(), "to_f32" | "to_f64" | "widen") {
+            arity(0)?;
+            let t = self.infer.shallow(&receiver.ty);
+            if self.infer.is_int(&t) || self.infer.is_float(&t) {
+                if let Some(e) = self.element_method(receiver, &name, span)? {
+                    return Ok(e);
+                }
+                return Err(CompileError::new(span, format!("no method `{name}` here")));
+            }
+        }
         match self.infer.shallow(&receiver.ty) {
             Type::Ptr { pointee, mutable } => match name.as_str() {
                 "add" | "sub" | "offset" | "wrapping_add" | "wrapping_sub" | "wrapping_offset" => {

@@ -5,21 +5,95 @@
 //! are inferred and resolved at the end. Everything outside the subset is an error at
 //! its span saying what is supported instead.
 
+mod arrays;
 mod body;
 mod builder;
 mod calls;
+mod element;
 mod expr;
+pub mod generics;
 mod infer;
 mod methods;
+mod registry;
 mod resolve;
 mod types;
+mod warp;
 
 pub use types::parse_type;
 
-use super::kernel_ir::{Local, Type, Unit};
+use super::kernel_ir::{FunctionId, GenericArg, InstanceOf, Local, Type, Unit};
 use super::CompileError;
 use builder::{FnBuilder, Signature};
+use generics::{GenericParam, ParamKind};
+use registry::{Pending, Registry, Template};
 use syn::spanned::Spanned;
+
+/// One function of a unit as written.
+#[derive(Clone, Debug)]
+pub struct SourceFn {
+    /// The function.
+    pub item: syn::ItemFn,
+    /// Marked `#[kernel]` (or the item of `#[iris::kernel]`).
+    pub is_kernel: bool,
+    /// For a generic kernel: `instances(T = [..], N = [..])` from its attribute.
+    pub instances: Option<InstanceList>,
+}
+
+impl SourceFn {
+    /// A function without instance lists.
+    pub fn new(item: syn::ItemFn, is_kernel: bool) -> Self {
+        SourceFn {
+            item,
+            is_kernel,
+            instances: None,
+        }
+    }
+}
+
+/// `instances(T = [f32, bf16], N = [64, 128])`: the arguments a generic kernel is built
+/// for, every combination of them.
+#[derive(Clone, Debug)]
+pub struct InstanceList {
+    /// Where the list is written.
+    pub span: proc_macro2::Span,
+    /// Each parameter named, with its arguments.
+    pub params: Vec<(syn::Ident, Vec<syn::GenericArgument>)>,
+}
+
+impl InstanceList {
+    /// Parses the inside of `instances(..)`: `T = [f32, bf16], N = [64, 128]`.
+    pub fn parse(tokens: proc_macro2::TokenStream) -> syn::Result<InstanceList> {
+        use syn::parse::Parser;
+        let span = tokens.span();
+        let usage = "write `instances(T = [f32, bf16], N = [64, 128])`: each generic parameter with the list of its arguments";
+        let entries =
+            syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated
+                .parse2(tokens)
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let mut params: Vec<(syn::Ident, Vec<syn::GenericArgument>)> = Vec::new();
+        for nv in entries {
+            let Some(ident) = nv.path.get_ident().cloned() else {
+                return Err(syn::Error::new(nv.path.span(), usage));
+            };
+            if params.iter().any(|(i, _)| *i == ident) {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    format!("`{ident}` is listed twice"),
+                ));
+            }
+            let syn::Expr::Array(list) = &nv.value else {
+                return Err(syn::Error::new(nv.value.span(), usage));
+            };
+            let args = list
+                .elems
+                .iter()
+                .map(|e| syn::parse2::<syn::GenericArgument>(quote::ToTokens::to_token_stream(e)))
+                .collect::<syn::Result<Vec<_>>>()?;
+            params.push((ident, args));
+        }
+        Ok(InstanceList { span, params })
+    }
+}
 
 /// Builds and checks the kernel IR of a unit from its functions (`true` marks kernels).
 /// Returns every error found (at most one per function).
@@ -27,29 +101,95 @@ pub fn build_unit(
     unit_name: &str,
     items: &[(syn::ItemFn, bool)],
 ) -> Result<Unit, Vec<CompileError>> {
+    let sources: Vec<SourceFn> = items
+        .iter()
+        .map(|(item, k)| SourceFn::new(item.clone(), *k))
+        .collect();
+    build_unit_from(unit_name, &sources)
+}
+
+/// Builds and checks the kernel IR of a unit, generic kernels instantiated for their
+/// instance lists (or every type their bound allows) and generic device functions for
+/// the calls that need them. Returns every error found (at most one per function).
+pub fn build_unit_from(unit_name: &str, items: &[SourceFn]) -> Result<Unit, Vec<CompileError>> {
     let mut errors = Vec::new();
-    let mut sigs = Vec::new();
-    for (item, is_kernel) in items {
-        match signature(item, *is_kernel) {
-            Ok(s) => {
-                if sigs.iter().any(|o: &Signature| o.name == s.name) {
-                    errors.push(CompileError::new(
-                        s.span,
-                        format!("`{}` is defined twice in this unit", s.name),
-                    ));
-                }
-                sigs.push(s);
+    let mut registry = Registry::default();
+    let mut plain = Vec::new();
+    for source in items {
+        let item = &source.item;
+        let params = match generics::generic_params(&item.sig) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(e);
+                continue;
             }
-            Err(e) => errors.push(e),
+        };
+        if params.is_empty() {
+            if let Some(list) = &source.instances {
+                errors.push(CompileError::new(
+                    list.span,
+                    format!(
+                        "`instances(..)` is for generic kernels; `{}` has no generic parameters",
+                        item.sig.ident
+                    ),
+                ));
+                continue;
+            }
+            plain.push((item.clone(), source.is_kernel, None));
+        } else if source.is_kernel {
+            match kernel_instances(item, &params, source.instances.as_ref()) {
+                Ok(list) => {
+                    for args in list {
+                        let instance = generics::instantiate(item, &params, &args);
+                        let of = InstanceOf {
+                            generic: item.sig.ident.to_string(),
+                            args,
+                        };
+                        plain.push((instance, true, Some(of)));
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        } else {
+            if let Some(list) = &source.instances {
+                errors.push(CompileError::new(
+                    list.span,
+                    "generic device functions are instantiated for the calls that use them: `instances(..)` is for kernels",
+                ));
+                continue;
+            }
+            let declared = item
+                .sig
+                .inputs
+                .iter()
+                .filter_map(|a| match a {
+                    syn::FnArg::Typed(pt) => Some((*pt.ty).clone()),
+                    syn::FnArg::Receiver(_) => None,
+                })
+                .collect();
+            if let Err(e) = registry.add_template(Template {
+                item: item.clone(),
+                params,
+                declared,
+            }) {
+                errors.push(e);
+            }
+        }
+    }
+    for (item, is_kernel, instance_of) in plain {
+        let added = signature(&item, is_kernel)
+            .and_then(|sig| registry.add(sig, Pending { item, instance_of }));
+        if let Err(e) = added {
+            errors.push(e);
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    if !sigs.iter().any(|s| s.is_kernel) {
+    if !registry.has_kernel() {
         let span = items
             .first()
-            .map(|(i, _)| i.sig.ident.span())
+            .map(|s| s.item.sig.ident.span())
             .unwrap_or_else(proc_macro2::Span::call_site);
         return Err(vec![CompileError::new(
             span,
@@ -57,8 +197,12 @@ pub fn build_unit(
         )]);
     }
     let mut functions = Vec::new();
-    for (index, (item, _)) in items.iter().enumerate() {
-        let mut b = FnBuilder::new(&sigs, index);
+    let mut queue: Vec<Pending> = registry.take_pending();
+    let mut index = 0;
+    while index < queue.len() {
+        let pending = &queue[index];
+        let item = &pending.item;
+        let mut b = FnBuilder::new(&registry, index);
         let built = b.block(&item.block).and_then(|body| {
             let ret = b.ret();
             if body.ty != Type::Never {
@@ -70,14 +214,20 @@ pub fn build_unit(
             Ok(body) => {
                 let infer = std::mem::take(&mut b.infer);
                 let mut f = b.finish(body);
+                f.instance_of = pending.instance_of.clone();
                 resolve::resolve_function(&mut f, &infer);
                 functions.push(f);
             }
             Err(e) => errors.push(e),
         }
+        queue.extend(registry.take_pending());
+        index += 1;
     }
     if !errors.is_empty() {
         return Err(errors);
+    }
+    if let Some(e) = recursion(&functions) {
+        return Err(vec![e]);
     }
     Ok(Unit {
         name: unit_name.to_string(),
@@ -86,19 +236,124 @@ pub fn build_unit(
     })
 }
 
-fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature, CompileError> {
+/// The argument lists a generic kernel is built for.
+fn kernel_instances(
+    item: &syn::ItemFn,
+    params: &[GenericParam],
+    list: Option<&InstanceList>,
+) -> Result<Vec<Vec<GenericArg>>, CompileError> {
+    let name = &item.sig.ident;
+    if let Some(list) = list {
+        for (ident, _) in &list.params {
+            if !params.iter().any(|p| *ident == p.name) {
+                return Err(CompileError::new(
+                    ident.span(),
+                    format!("`{name}` has no generic parameter `{ident}`"),
+                ));
+            }
+        }
+    }
+    let mut per_param = Vec::new();
+    for p in params {
+        let listed = list.and_then(|l| l.params.iter().find(|(i, _)| *i == p.name));
+        let args = match (listed, p.kind) {
+            (Some((_, values)), _) => {
+                if values.is_empty() {
+                    return Err(CompileError::new(
+                        list.map(|l| l.span).unwrap_or(p.span),
+                        format!("`instances(..)` lists no argument for `{}`", p.name),
+                    ));
+                }
+                values
+                    .iter()
+                    .map(|v| generics::parse_arg(p, v))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            (None, ParamKind::Type(bound)) => bound.types().into_iter().map(GenericArg::Type).collect(),
+            (None, ParamKind::Const(_)) => {
+                return Err(CompileError::new(
+                    p.span,
+                    format!(
+                        "const parameter `{}` of kernel `{name}` needs its values: list them in the kernel's attribute, `instances({} = [..])`",
+                        p.name, p.name
+                    ),
+                ))
+            }
+        };
+        per_param.push(args);
+    }
+    let all = generics::combinations(&per_param);
+    if all.len() > generics::MAX_KERNEL_INSTANCES {
+        return Err(CompileError::new(
+            list.map(|l| l.span).unwrap_or(item.sig.ident.span()),
+            format!(
+                "`{name}` would be built {} times (each for every target); at most {} instances: list fewer in `instances(..)`",
+                all.len(),
+                generics::MAX_KERNEL_INSTANCES
+            ),
+        ));
+    }
+    Ok(all)
+}
+
+/// A call cycle between device functions, as an error at the first function in it.
+fn recursion(functions: &[super::kernel_ir::Function]) -> Option<CompileError> {
+    let callees: Vec<Vec<FunctionId>> = functions.iter().map(|f| f.callees()).collect();
+    // Depth-first search with colours: 0 new, 1 on the path, 2 done.
+    fn visit(
+        at: FunctionId,
+        callees: &[Vec<FunctionId>],
+        colour: &mut [u8],
+        path: &mut Vec<FunctionId>,
+    ) -> Option<Vec<FunctionId>> {
+        colour[at] = 1;
+        path.push(at);
+        for &next in &callees[at] {
+            if next >= colour.len() {
+                continue;
+            }
+            if colour[next] == 1 {
+                let start = path.iter().position(|&p| p == next).unwrap_or(0);
+                let mut cycle = path[start..].to_vec();
+                cycle.push(next);
+                return Some(cycle);
+            }
+            if colour[next] == 0 {
+                if let Some(c) = visit(next, callees, colour, path) {
+                    return Some(c);
+                }
+            }
+        }
+        path.pop();
+        colour[at] = 2;
+        None
+    }
+    let mut colour = vec![0u8; functions.len()];
+    for start in 0..functions.len() {
+        if colour[start] == 0 {
+            let mut path = Vec::new();
+            if let Some(cycle) = visit(start, &callees, &mut colour, &mut path) {
+                let names: Vec<&str> = cycle.iter().map(|&i| functions[i].name.as_str()).collect();
+                return Some(CompileError::new(
+                    functions[cycle[0]].span,
+                    format!(
+                        "recursion is not supported in kernels: {}",
+                        names.join(" -> ")
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
+pub(crate) fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature, CompileError> {
     let sig = &item.sig;
     let what = if is_kernel {
         "kernels"
     } else {
         "device functions"
     };
-    if !sig.generics.params.is_empty() {
-        return Err(CompileError::new(
-            sig.generics.span(),
-            format!("generic {what} are not supported: write one kernel per element type"),
-        ));
-    }
     if let Some(a) = &sig.asyncness {
         return Err(CompileError::new(
             a.span(),
@@ -134,6 +389,12 @@ fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature, CompileEr
                     ));
                 };
                 let ty = parse_type(&pt.ty)?;
+                if is_kernel && matches!(ty, Type::Array { .. }) {
+                    return Err(CompileError::new(
+                        pt.ty.span(),
+                        "kernels take arrays through pointers (`*const T` and a length); arrays by value are for device functions",
+                    ));
+                }
                 if ty == Type::Unit {
                     return Err(CompileError::new(
                         pt.ty.span(),

@@ -37,14 +37,19 @@ fn resolve_expr(e: &mut Expr, infer: &InferTable) {
         ExprKind::Unary(_, x)
         | ExprKind::Cast(x)
         | ExprKind::Deref(x)
-        | ExprKind::Return(Some(x)) => resolve_expr(x, infer),
+        | ExprKind::Return(Some(x))
+        | ExprKind::ArrayRepeat { value: x, .. } => resolve_expr(x, infer),
         ExprKind::Binary(_, a, b) => {
             resolve_expr(a, infer);
             resolve_expr(b, infer);
         }
         ExprKind::Assign { place, value, .. } => {
-            if let Place::Deref(p) = &mut **place {
-                resolve_expr(p, infer);
+            match &mut **place {
+                Place::Deref(p) => resolve_expr(p, infer),
+                Place::Index { indices, .. } => {
+                    indices.iter_mut().for_each(|i| resolve_expr(i, infer))
+                }
+                Place::Local(_) => {}
             }
             resolve_expr(value, infer);
         }
@@ -71,9 +76,14 @@ fn resolve_expr(e: &mut Expr, infer: &InferTable) {
             resolve_expr(end, infer);
             resolve_block(body, infer);
         }
-        ExprKind::Call { args, .. } => {
-            for a in args {
+        ExprKind::Call { args: list, .. } | ExprKind::ArrayList(list) => {
+            for a in list {
                 resolve_expr(a, infer);
+            }
+        }
+        ExprKind::Index { indices, .. } => {
+            for i in indices {
+                resolve_expr(i, infer);
             }
         }
         ExprKind::Intrinsic(op) => {

@@ -89,12 +89,13 @@ fn atomics_take_constant_orderings() {
 fn the_subset_is_enforced_with_messages() {
     assert!(err("fn k(x: &u32) {}").contains("references"));
     assert!(err("fn k(x: Vec<u32>) {}").contains("no heap"));
-    assert!(err("fn k<T>(x: *mut T) {}").contains("generic"));
+    assert!(err("fn k<T>(x: *mut T) {}").contains("has one bound: `Element`"));
+    assert!(err("fn k<'a>(x: *mut u32) {}").contains("lifetime"));
     assert!(err("fn k() -> u32 { 0 }").contains("kernels return nothing"));
     assert!(err("fn k(p: *mut u32) { println!(\"x\"); }").contains("cannot print"));
     assert!(err("fn k(p: *mut u32) { let x = 1; x = 2; }").contains("not declared `mut`"));
     assert!(err("fn k(p: *const u32) { unsafe { *p = 1; } }").contains("*const"));
-    assert!(err("fn k(p: *mut u32) { let v = p[0]; }").contains("indexing"));
+    assert!(err("fn k(p: *mut u32) { let v = p[0]; }").contains("raw pointers have no `[]`"));
     assert!(err("fn k(p: *mut u32) { match 1 { _ => {} } }").contains("match"));
     assert!(err("fn k(p: *mut u32) { iris::store(p, 1, 0); }").contains("Symmetric"));
     assert!(err(
@@ -134,4 +135,190 @@ fn device_functions_are_called() {
         syn::parse_str("fn tile(p: *mut f32) { let s = shared_array::<f32, 4>(); }").unwrap();
     let e = build_unit("m", &[(k, true), (h, false)]).unwrap_err();
     assert!(e[0].message.contains("kernels only"), "{}", e[0].message);
+}
+
+fn build_sources(sources: Vec<super::SourceFn>) -> Result<super::super::kernel_ir::Unit, String> {
+    super::build_unit_from("g", &sources).map_err(|e| {
+        e.iter()
+            .map(|e| e.message.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+fn source(src: &str, is_kernel: bool) -> super::SourceFn {
+    super::SourceFn::new(syn::parse_str(src).unwrap(), is_kernel)
+}
+
+fn instances(list: proc_macro2::TokenStream) -> Option<super::InstanceList> {
+    Some(super::InstanceList::parse(list).unwrap())
+}
+
+#[test]
+fn a_generic_kernel_is_built_once_per_element_type_by_default() {
+    let u = build_sources(vec![source(
+        "fn scale<T: Element>(x: *mut T, k: T) { unsafe { *x = *x * k + T::ONE; } }",
+        true,
+    )])
+    .unwrap();
+    let names: Vec<&str> = u.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names.len(), 12, "{names:?}");
+    assert!(
+        names.contains(&"scale__bf16") && names.contains(&"scale__u8"),
+        "{names:?}"
+    );
+    let f = u.functions.iter().find(|f| f.name == "scale__f16").unwrap();
+    assert_eq!(f.locals[1].ty, Type::Scalar(Scalar::F16));
+    let of = f.instance_of.as_ref().unwrap();
+    assert_eq!(of.generic, "scale");
+}
+
+#[test]
+fn instance_lists_choose_types_and_constants() {
+    let mut k = source(
+        "fn tile<T: Element, const N: usize>(x: *mut T) {
+            let mut acc = [T::ZERO; N];
+            for i in 0..N { acc[i] = unsafe { *x.add(i) }; }
+            let mut s: Acc<T> = Acc::<T>::ZERO;
+            for i in 0..N { s += widen(acc[i]); }
+            unsafe { *x = narrow::<T>(s); }
+        }",
+        true,
+    );
+    k.instances = instances(quote::quote!(T = [f32, bf16], N = [4, 8]));
+    let u = build_sources(vec![k]).unwrap();
+    let names: Vec<&str> = u.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tile__f32__4",
+            "tile__f32__8",
+            "tile__bf16__4",
+            "tile__bf16__8"
+        ]
+    );
+    let f = &u.functions[3];
+    let acc = f.locals.iter().find(|l| l.name == "acc").unwrap();
+    assert_eq!(
+        acc.ty,
+        Type::Array {
+            elem: Box::new(Type::Scalar(Scalar::BF16)),
+            len: 8
+        }
+    );
+    let s = f.locals.iter().find(|l| l.name == "s").unwrap();
+    assert_eq!(s.ty, Type::Scalar(Scalar::F32));
+}
+
+#[test]
+fn generic_kernel_errors_name_the_fix() {
+    let e = build_sources(vec![source("fn k<const N: usize>(x: *mut u32) {}", true)]).unwrap_err();
+    assert!(
+        e.contains("needs its values: list them in the kernel's attribute, `instances(N = [..])`"),
+        "{e}"
+    );
+    let mut k = source("fn k<T: Element>(x: *mut T) {}", true);
+    k.instances = instances(quote::quote!(T = [bool]));
+    let e = build_sources(vec![k]).unwrap_err();
+    assert!(e.contains("`bool` does not satisfy `T: Element`"), "{e}");
+    let mut k = source("fn k<T: Element>(x: *mut T) {}", true);
+    k.instances = instances(quote::quote!(U = [f32]));
+    let e = build_sources(vec![k]).unwrap_err();
+    assert!(e.contains("has no generic parameter `U`"), "{e}");
+    let mut k = source("fn k(x: *mut u32) {}", true);
+    k.instances = instances(quote::quote!(T = [f32]));
+    let e = build_sources(vec![k]).unwrap_err();
+    assert!(e.contains("has no generic parameters"), "{e}");
+}
+
+#[test]
+fn generic_device_functions_are_instantiated_per_call() {
+    let u = build_sources(vec![
+        source(
+            "fn k(x: *mut f32, y: *mut u64) {
+                unsafe {
+                    *x = twice(*x);
+                    *y = twice(*y) + twice::<u64>(1);
+                    let a = [1.0f32, 2.0, 3.0];
+                    *x = sum(a);
+                }
+            }",
+            true,
+        ),
+        source("fn twice<T: Element>(v: T) -> T { v + v }", false),
+        source(
+            "fn sum<T: Element, const N: usize>(a: [T; N]) -> T {
+                let mut s = T::ZERO;
+                for i in 0..N { s += a[i]; }
+                s
+            }",
+            false,
+        ),
+    ])
+    .unwrap();
+    let names: Vec<&str> = u.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["k", "twice__f32", "twice__u64", "sum__f32__3"]);
+    let e = build_sources(vec![
+        source("fn k(x: *mut f32) { unsafe { *x = twice(1.0) } }", true),
+        source("fn twice<T: Element>(v: T) -> T { v + v }", false),
+    ])
+    .unwrap_err();
+    assert!(e.contains("cannot tell `T` of `twice`"), "{e}");
+}
+
+#[test]
+fn recursion_through_device_functions_is_an_error() {
+    let e = build_sources(vec![
+        source("fn k(x: *mut u32) { unsafe { *x = f(*x); } }", true),
+        source(
+            "fn f(v: u32) -> u32 { if v == 0 { 0 } else { g(v - 1) } }",
+            false,
+        ),
+        source("fn g(v: u32) -> u32 { f(v) }", false),
+    ])
+    .unwrap_err();
+    assert!(
+        e.contains("recursion is not supported in kernels: f -> g -> f"),
+        "{e}"
+    );
+}
+
+#[test]
+fn array_indices_are_static_and_in_bounds() {
+    let u = build(
+        "fn k(x: *mut f32) {
+            let mut acc = [0.0f32; 8];
+            for i in 0..8 { acc[i] += 1.0; }
+            let mut m = [[0u32; 4]; 2];
+            for r in 0..2 { for c in 0..4 { m[r][c] = (r * 4 + c) as u32; } }
+            unsafe { *x = acc[7] + m[1][3] as f32; }
+        }",
+    )
+    .unwrap();
+    let m = u.functions[0]
+        .locals
+        .iter()
+        .find(|l| l.name == "m")
+        .unwrap();
+    assert_eq!(m.ty.to_string(), "[[u32; 4]; 2]");
+    assert!(
+        err("fn k(x: *mut f32) { let a = [0.0f32; 4]; unsafe { *x = a[4]; } }")
+            .contains("index 4 is out of bounds for an array of 4")
+    );
+    assert!(err(
+        "fn k(x: *mut f32) { let a = [0.0f32; 4]; for i in 0..5 { unsafe { *x = a[i]; } } }"
+    )
+    .contains("out of bounds for an array of 4 when i = 4"));
+    assert!(
+        err("fn k(x: *mut f32, n: usize) { let a = [0.0f32; 4]; unsafe { *x = a[n]; } }")
+            .contains("must be known at compile time")
+    );
+    assert!(err("fn k(x: *mut f32, n: usize) { let a = [0.0f32; 4]; for i in 0..n { unsafe { *x = a[i]; } } }")
+        .contains("must be known at compile time"));
+    assert!(
+        err("fn k(x: *mut f32) { let a = [0.0f32; 4]; a[0] = 1.0; }")
+            .contains("not declared `mut`")
+    );
+    assert!(err("fn k(x: [f32; 4]) {}").contains("kernels take arrays through pointers"));
+    assert!(err("fn k(x: *mut f32) { let a = [0.0f32; 8192]; }").contains("at most 16384"));
 }

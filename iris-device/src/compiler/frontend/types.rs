@@ -26,10 +26,17 @@ pub fn parse_type(ty: &syn::Type) -> Result<Type, CompileError> {
             r.span(),
             "references are not supported in kernels: use raw pointers (`*const T`, `*mut T`) or `Symmetric<T>`",
         )),
-        syn::Type::Array(a) => Err(CompileError::new(
-            a.span(),
-            "arrays are not supported in kernels: use `shared_array::<T, N>()` for block-shared memory or a 16-byte vector type (`f32x4`)",
-        )),
+        syn::Type::Array(a) => {
+            let elem = parse_type(&a.elem)?;
+            if !matches!(elem, Type::Scalar(_) | Type::Vector(_) | Type::Array { .. }) {
+                return Err(CompileError::new(
+                    a.elem.span(),
+                    format!("arrays hold scalars, vectors or arrays, not `{elem}`"),
+                ));
+            }
+            let len = super::arrays::literal_len(&a.len)?;
+            super::arrays::array_type(elem, len, a.span())
+        }
         syn::Type::Slice(s) => Err(CompileError::new(
             s.span(),
             "slices are not supported in kernels: pass a raw pointer and a length",
@@ -61,6 +68,18 @@ fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
             ));
         }
         return Ok(Type::Symmetric(Box::new(elem)));
+    }
+    if name == "Acc" && tp.path.segments.len() == 1 {
+        let arg = single_type_argument(&last.arguments).ok_or_else(|| {
+            CompileError::new(last.span(), "`Acc` takes one element type: `Acc<T>`")
+        })?;
+        let elem = parse_type(arg)?;
+        return super::generics::acc_type(&elem).ok_or_else(|| {
+            CompileError::new(
+                arg.span(),
+                format!("`{elem}` is not an `Element`: it has no accumulator type"),
+            )
+        });
     }
     if !last.arguments.is_empty()
         && (Scalar::from_name(&name).is_some() || Vector::from_name(&name).is_some())

@@ -1,6 +1,6 @@
 //! Functions, statements and expressions.
 
-use super::Type;
+use super::{GenericArg, Type};
 use proc_macro2::Span;
 
 /// Index of a local variable (parameters first) in [`Function::locals`].
@@ -40,14 +40,117 @@ pub struct Function {
     pub shared_arrays: Vec<SharedArray>,
     /// Whether the body calls `sync_threads`.
     pub uses_block_barrier: bool,
+    /// Whether the body calls a warp operation (shuffles, votes, `warp_sync`, warp
+    /// reductions): the threads of a block then run concurrently on the CPU.
+    pub uses_warp: bool,
     /// The function's name span.
     pub span: Span,
+    /// For an instance of a generic function: which one, with which arguments.
+    pub instance_of: Option<InstanceOf>,
+}
+
+/// The generic function an instance was made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceOf {
+    /// The generic function's name (the instance's own name is mangled).
+    pub generic: String,
+    /// One argument per generic parameter, in declaration order.
+    pub args: Vec<GenericArg>,
 }
 
 impl Function {
     /// The parameters.
     pub fn params(&self) -> &[Local] {
         &self.locals[..self.param_count]
+    }
+
+    /// The device functions this one calls, each once, in first-call order.
+    pub fn callees(&self) -> Vec<FunctionId> {
+        let mut out = Vec::new();
+        self.body.walk(&mut |e| {
+            if let ExprKind::Call { func, .. } = &e.kind {
+                if !out.contains(func) {
+                    out.push(*func);
+                }
+            }
+        });
+        out
+    }
+}
+
+impl Block {
+    /// Calls `f` on every expression of the block, outer ones first.
+    pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
+        for s in &self.stmts {
+            match s {
+                Stmt::Let { init: Some(e), .. } | Stmt::Expr(e) => e.walk(f),
+                Stmt::Let { init: None, .. } => {}
+            }
+        }
+        if let Some(t) = &self.tail {
+            t.walk(f);
+        }
+    }
+}
+
+impl Expr {
+    /// Calls `f` on this expression and every expression inside it, outer ones first.
+    pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Local(_)
+            | ExprKind::Break
+            | ExprKind::Continue
+            | ExprKind::Return(None) => {}
+            ExprKind::Unary(_, x)
+            | ExprKind::Cast(x)
+            | ExprKind::Deref(x)
+            | ExprKind::Return(Some(x))
+            | ExprKind::ArrayRepeat { value: x, .. } => x.walk(f),
+            ExprKind::Binary(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            ExprKind::Assign { place, value, .. } => {
+                value.walk(f);
+                match &**place {
+                    Place::Deref(p) => p.walk(f),
+                    Place::Index { indices, .. } => indices.iter().for_each(|i| i.walk(f)),
+                    Place::Local(_) => {}
+                }
+            }
+            ExprKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                cond.walk(f);
+                then_block.walk(f);
+                if let Some(b) = else_block {
+                    b.walk(f);
+                }
+            }
+            ExprKind::Block(b) | ExprKind::Loop { body: b } => b.walk(f),
+            ExprKind::While { cond, body } => {
+                cond.walk(f);
+                body.walk(f);
+            }
+            ExprKind::ForRange {
+                start, end, body, ..
+            } => {
+                start.walk(f);
+                end.walk(f);
+                body.walk(f);
+            }
+            ExprKind::Call { args: list, .. } | ExprKind::ArrayList(list) => {
+                list.iter().for_each(|a| a.walk(f))
+            }
+            ExprKind::Index { indices, .. } => indices.iter().for_each(|i| i.walk(f)),
+            ExprKind::Intrinsic(op) => op.operands().into_iter().for_each(|a| a.walk(f)),
+        }
     }
 }
 
@@ -259,6 +362,23 @@ pub enum ExprKind {
     },
     /// A device intrinsic, with its operands.
     Intrinsic(Intrinsic),
+    /// `[value; len]`: an array of `len` copies.
+    ArrayRepeat {
+        /// The element.
+        value: Box<Expr>,
+        /// How many.
+        len: u64,
+    },
+    /// `[a, b, c]`: an array of its elements.
+    ArrayList(Vec<Expr>),
+    /// `a[i]` or `a[i][j]`: an element of a local array (of arrays). Every index is known
+    /// at compile time once loops are unrolled, and in bounds (the frontend checks both).
+    Index {
+        /// The array.
+        array: LocalId,
+        /// One index per dimension, outermost first, each a `u64`.
+        indices: Vec<Expr>,
+    },
 }
 
 /// Where an assignment writes.
@@ -268,6 +388,13 @@ pub enum Place {
     Local(LocalId),
     /// `*ptr`: the expression is the pointer.
     Deref(Expr),
+    /// `a[i]` (or `a[i][j]`) of a local array.
+    Index {
+        /// The array.
+        local: LocalId,
+        /// One index per dimension, outermost first, each a `u64`.
+        indices: Vec<Expr>,
+    },
 }
 
 /// A thread or block dimension.
@@ -539,6 +666,72 @@ pub enum Intrinsic {
         /// Nanoseconds, a `u32`.
         ns: Operand,
     },
+    /// `lane_id()` -> u32.
+    LaneId,
+    /// `warp_size()` -> u32.
+    WarpSize,
+    /// `warp_id()` -> u32.
+    WarpId,
+    /// `shfl*(value, lane)` -> the value another lane holds.
+    Shuffle {
+        /// Which lane is read.
+        kind: ShuffleKind,
+        /// The value (a scalar, vector or pointer).
+        value: Operand,
+        /// The source lane, the xor mask or the delta, a `u32`.
+        lane: Operand,
+    },
+    /// `ballot(p)` -> u64, `any(p)` / `all(p)` -> bool.
+    Vote {
+        /// Which vote.
+        kind: VoteKind,
+        /// The predicate, a `bool`.
+        pred: Operand,
+    },
+    /// `warp_sync()`.
+    WarpSync,
+    /// `warp_reduce_*(value)` -> the reduction over the warp, in every lane.
+    WarpReduce {
+        /// Which reduction.
+        op: ReduceOp,
+        /// The value (a number).
+        value: Operand,
+    },
+}
+
+/// Which lane a shuffle reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShuffleKind {
+    /// `shfl(v, src)`: lane `src`.
+    Index,
+    /// `shfl_xor(v, mask)`: lane `lane_id() ^ mask`.
+    Xor,
+    /// `shfl_down(v, delta)`: lane `lane_id() + delta`.
+    Down,
+    /// `shfl_up(v, delta)`: lane `lane_id() - delta`.
+    Up,
+}
+
+/// A warp vote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteKind {
+    /// A bit per lane.
+    Ballot,
+    /// True in some lane.
+    Any,
+    /// True in every lane.
+    All,
+}
+
+/// A warp reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum.
+    Add,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
 }
 
 impl Intrinsic {
@@ -554,7 +747,11 @@ impl Intrinsic {
             | Fence { .. }
             | SharedArray { .. }
             | GlobalTimerNs
-            | Clock64 => vec![],
+            | Clock64
+            | LaneId
+            | WarpSize
+            | WarpId
+            | WarpSync => vec![],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -585,6 +782,9 @@ impl Intrinsic {
             VecGet { vector, .. } => vec![vector],
             Math { x, y, .. } => std::iter::once(&**x).chain(y.as_deref()).collect(),
             Nanosleep { ns } => vec![ns],
+            Shuffle { value, lane, .. } => vec![value, lane],
+            Vote { pred, .. } => vec![pred],
+            WarpReduce { value, .. } => vec![value],
         }
     }
 
@@ -600,7 +800,11 @@ impl Intrinsic {
             | Fence { .. }
             | SharedArray { .. }
             | GlobalTimerNs
-            | Clock64 => vec![],
+            | Clock64
+            | LaneId
+            | WarpSize
+            | WarpId
+            | WarpSync => vec![],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -631,6 +835,9 @@ impl Intrinsic {
             VecGet { vector, .. } => vec![vector],
             Math { x, y, .. } => std::iter::once(&mut **x).chain(y.as_deref_mut()).collect(),
             Nanosleep { ns } => vec![ns],
+            Shuffle { value, lane, .. } => vec![value, lane],
+            Vote { pred, .. } => vec![pred],
+            WarpReduce { value, .. } => vec![value],
         }
     }
 }

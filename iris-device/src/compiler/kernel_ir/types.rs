@@ -159,6 +159,14 @@ pub enum Type {
     },
     /// `Symmetric<T>`: pointer, local base and peer table.
     Symmetric(Box<Type>),
+    /// `[T; N]`: a fixed-length array of scalars or vectors, held in registers when every
+    /// index is known after unrolling.
+    Array {
+        /// The element type.
+        elem: Box<Type>,
+        /// The number of elements.
+        len: u64,
+    },
     /// An integer literal whose type is not yet known (inference variable).
     IntVar(u32),
     /// A float literal whose type is not yet known (inference variable).
@@ -188,6 +196,9 @@ impl Type {
             Type::Vector(v) => Some(v.elem.size() * v.lanes),
             Type::Ptr { .. } => Some(8),
             Type::Symmetric(_) => Some(24),
+            Type::Array { elem, len } => {
+                u32::try_from(u64::from(elem.size()?).checked_mul(*len)?).ok()
+            }
             _ => None,
         }
     }
@@ -197,6 +208,7 @@ impl Type {
         match self {
             Type::Vector(_) => Some(16),
             Type::Symmetric(_) => Some(8),
+            Type::Array { elem, .. } => elem.align(),
             other => other.size(),
         }
     }
@@ -212,9 +224,33 @@ impl fmt::Display for Type {
                 write!(f, "*{} {}", if *mutable { "mut" } else { "const" }, pointee)
             }
             Type::Symmetric(t) => write!(f, "Symmetric<{t}>"),
+            Type::Array { elem, len } => write!(f, "[{elem}; {len}]"),
             Type::IntVar(_) => write!(f, "{{integer}}"),
             Type::FloatVar(_) => write!(f, "{{float}}"),
             Type::Never => write!(f, "!"),
+        }
+    }
+}
+
+/// A concrete argument of a generic kernel or device function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GenericArg {
+    /// A type (`T = f32`).
+    Type(Type),
+    /// A constant (`N = 64`) of an integer type.
+    Const {
+        /// The value.
+        value: i128,
+        /// Its type.
+        ty: Scalar,
+    },
+}
+
+impl fmt::Display for GenericArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GenericArg::Type(t) => write!(f, "{t}"),
+            GenericArg::Const { value, .. } => write!(f, "{value}"),
         }
     }
 }

@@ -66,6 +66,9 @@ impl CpuModule {
                             barrier_state: barrier_ptr.get(),
                             now_ns,
                             sleep_ns,
+                            warp: std::ptr::null_mut(),
+                            warp_shuffle: no_warp_shuffle,
+                            warp_ballot: no_warp_ballot,
                         };
                         // SAFETY: the arguments match the kernel's slots (the caller's
                         // promise); the context lives for the call.
@@ -113,6 +116,15 @@ unsafe extern "C" fn now_ns() -> u64 {
 
 unsafe extern "C" fn sleep_ns(ns: u64) {
     std::thread::sleep(std::time::Duration::from_nanos(ns));
+}
+
+/// This harness runs no warp operations (the runtime's CPU backend does; tests/warp.rs).
+unsafe extern "C" fn no_warp_shuffle(_warp: *mut c_void, _value: u64, _src: u32) -> u64 {
+    panic!("warp operations run on the runtime's CPU backend, not in this harness")
+}
+
+unsafe extern "C" fn no_warp_ballot(_warp: *mut c_void, _predicate: u32) -> u64 {
+    panic!("warp operations run on the runtime's CPU backend, not in this harness")
 }
 
 /// A pointer to an argument slot value.

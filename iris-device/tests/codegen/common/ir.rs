@@ -392,7 +392,9 @@ impl Func {
             body,
             shared_arrays: self.shared,
             uses_block_barrier,
+            uses_warp: false,
             span: Span::call_site(),
+            instance_of: None,
         }
     }
 }

@@ -111,6 +111,7 @@ impl FnBuilder<'_> {
             _ => return Err(format!("`for` over a range of `{ty}` is not supported")),
         };
         let ity = types::scalar_ty(s);
+        let unroll = super::arrays::unroll_fully(start, end, inclusive, body);
         let lo = self.expr(start)?;
         let hi = self.expr(end)?;
         let counter = self.alloca("for.counter", ity, s.size());
@@ -143,7 +144,7 @@ impl FnBuilder<'_> {
             self.inst(&format!(
                 "store {ity} {next}, {pp} {counter}, align {align}"
             ));
-            self.jump(&body_l);
+            self.back_edge(&body_l, unroll);
         } else {
             let cond_l = self.label("for.cond");
             self.start_block(&cond_l);
@@ -159,10 +160,20 @@ impl FnBuilder<'_> {
             self.inst(&format!(
                 "store {ity} {next}, {pp} {counter}, align {align}"
             ));
-            self.jump(&cond_l);
+            self.back_edge(&cond_l, unroll);
         }
         self.start_block(&exit_l);
         Ok(String::new())
+    }
+
+    /// The jump back to a loop's head, carrying full-unroll metadata when asked.
+    fn back_edge(&mut self, head: &str, unroll: bool) {
+        if unroll && !self.is_terminated() {
+            let md = self.m.unroll_full_loop();
+            self.terminate(&format!("br label %{head}, !llvm.loop {md}"));
+        } else {
+            self.jump(head);
+        }
     }
 
     /// `break` / `continue`.

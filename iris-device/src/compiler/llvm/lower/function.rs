@@ -2,7 +2,7 @@
 //! LLVM), blocks, assignments, calls to the unit's device functions, and the dispatch of
 //! expressions to the parts that lower them.
 
-use super::super::super::kernel_ir::{Block, Expr, ExprKind, FunctionId, Stmt, Type};
+use super::super::super::kernel_ir::{Block, Expr, ExprKind, FunctionId, LocalId, Stmt, Type};
 use super::builder::{no_value, FnBuilder};
 use super::module::{ModuleCtx, ATTR_BODY, ATTR_FUNCTION};
 use super::types;
@@ -164,6 +164,18 @@ impl FnBuilder<'_> {
                 };
                 self.store(&p, "ptr", &ty, &v)?;
             }
+            Place::Index { local, indices } => {
+                let ptr = self.element_ptr(*local, indices)?;
+                let ty = value_place_type(self.func, *local, indices.len())?;
+                let v = match op {
+                    Some(op) => {
+                        let cur = self.index_load_at(&ty, &ptr)?;
+                        self.binary_values(op, &cur, &ty, &v, &value.ty, &ty)?
+                    }
+                    None => v,
+                };
+                self.index_write(&ty, &ptr, &v)?;
+            }
         }
         Ok(String::new())
     }
@@ -212,6 +224,9 @@ impl FnBuilder<'_> {
             ExprKind::Return(v) => self.return_expr(v.as_deref()),
             ExprKind::Call { func, args } => self.call(e, *func, args),
             ExprKind::Intrinsic(op) => self.intrinsic(e, op),
+            ExprKind::ArrayRepeat { value, len } => self.array_repeat(&e.ty, value, *len),
+            ExprKind::ArrayList(list) => self.array_list(&e.ty, list),
+            ExprKind::Index { array, indices } => self.index_read(&e.ty, *array, indices),
         }
     }
 
@@ -228,6 +243,27 @@ impl FnBuilder<'_> {
             other => Err(format!("integer literal of type `{other}`")),
         }
     }
+}
+
+/// The element type reached by `depth` indices into local `id`.
+fn value_place_type(
+    func: &super::super::super::kernel_ir::Function,
+    id: LocalId,
+    depth: usize,
+) -> Result<Type, String> {
+    let mut ty = func
+        .locals
+        .get(id)
+        .ok_or("assignment to a local that does not exist")?
+        .ty
+        .clone();
+    for _ in 0..depth {
+        ty = match ty {
+            Type::Array { elem, .. } => *elem,
+            other => return Err(format!("`{other}` indexed as an array")),
+        };
+    }
+    Ok(ty)
 }
 
 /// The pointee of a raw pointer type.

@@ -92,10 +92,20 @@ impl FnBuilder<'_> {
                 self.nanosleep(&ns)?;
                 Ok(String::new())
             }
+            LaneId => self.lane_id(),
+            WarpSize => Ok(self.warp_lanes().to_string()),
+            WarpId => self.warp_id(),
+            Shuffle { kind, value, lane } => self.shuffle(*kind, value, lane),
+            Vote { kind, pred } => self.vote(*kind, pred),
+            WarpSync => {
+                self.warp_sync()?;
+                Ok(String::new())
+            }
+            WarpReduce { op, value } => self.warp_reduce(*op, value),
         }
     }
 
-    fn coord(&mut self, coord: Coord, dim: Dim) -> Result<String, String> {
+    pub(super) fn coord(&mut self, coord: Coord, dim: Dim) -> Result<String, String> {
         match self.arch().kind() {
             TargetKind::Amdgpu => Ok(self.amdgpu_coord(coord, dim)),
             TargetKind::Nvptx => Ok(self.ptx_coord(coord, dim)),
@@ -178,7 +188,7 @@ impl FnBuilder<'_> {
         self.math_values(f, ty, vals)
     }
 
-    fn math_values(
+    pub(super) fn math_values(
         &mut self,
         f: MathFn,
         ty: &Type,
@@ -186,6 +196,20 @@ impl FnBuilder<'_> {
     ) -> Result<String, String> {
         let s = types::elem_scalar(ty).ok_or_else(|| format!("math function on `{ty}`"))?;
         let t = self.reg_ty(ty)?;
+        if s.is_float()
+            && matches!(f, MathFn::Min | MathFn::Max)
+            && vals.len() == 2
+            && self.arch().kind() == TargetKind::Cpu
+        {
+            // minNum/maxNum as compare and select: LLVM may otherwise call libm's
+            // `fminf`, which a CPU code object does not link.
+            let (a, b) = (&vals[0], &vals[1]);
+            let cmp = if f == MathFn::Min { "olt" } else { "ogt" };
+            let better = self.def(&format!("fcmp {cmp} {t} {b}, {a}"));
+            let a_nan = self.def(&format!("fcmp uno {t} {a}, {a}"));
+            let take_b = self.def(&format!("or i1 {better}, {a_nan}"));
+            return Ok(self.def(&format!("select i1 {take_b}, {t} {b}, {t} {a}")));
+        }
         let sfx = types::suffix(ty)?;
         let (name, extra) = match (f, s.is_float(), vals.len()) {
             (MathFn::Sqrt, true, 1) => ("sqrt", ""),

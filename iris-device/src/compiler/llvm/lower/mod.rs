@@ -11,11 +11,13 @@
 //! - [`memory`]: loads, stores, symmetric translation; [`peer_check`]: the translation's
 //!   peer check in units built with peer checks; [`atomics`]: atomics and fences.
 //! - [`intrinsics`]: device intrinsics; [`amdgpu`], [`nvptx`], [`cpu`], [`shared`]: the
-//!   per-target parts; [`time`]: device time on each target.
+//!   per-target parts; [`time`]: device time on each target; [`warp`]: warp operations.
+//! - [`arrays`]: register arrays and the full unrolling of loops that index them.
 //! - [`helpers`], [`fmod`], [`softfloat`]: functions the module defines for itself.
 
 mod amdgpu;
 mod arch;
+mod arrays;
 mod atomics;
 mod builder;
 mod cast;
@@ -35,6 +37,7 @@ mod shared;
 mod softfloat;
 mod time;
 mod types;
+mod warp;
 
 use super::super::kernel_ir::{Type, Unit};
 use super::super::Target;
@@ -111,7 +114,9 @@ mod tests {
                 },
                 shared_arrays: vec![],
                 uses_block_barrier: false,
+                uses_warp: false,
                 span: Span::call_site(),
+                instance_of: None,
             }],
             peer_checks: false,
         }

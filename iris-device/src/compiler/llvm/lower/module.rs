@@ -15,6 +15,10 @@ pub(super) const ATTR_FUNCTION: &str = "#1";
 pub(super) const ATTR_BODY: &str = "#2";
 /// The empty metadata node `!invariant.load` refers to.
 pub(super) const INVARIANT: &str = "!0";
+/// `!{!"llvm.loop.unroll.full"}`, which the loops that must be unrolled point to.
+const UNROLL_FULL: &str = "!2";
+/// The first number of the loops' own (distinct) metadata nodes.
+const FIRST_LOOP_NODE: u32 = 100;
 
 /// What the functions of a module share: the target, and what they ask the module to hold.
 pub(super) struct ModuleCtx {
@@ -28,6 +32,8 @@ pub(super) struct ModuleCtx {
     /// Whether symmetric translations check the peer (the unit was built with peer
     /// checks).
     pub peer_checks: bool,
+    /// How many loops carry `llvm.loop.unroll.full`.
+    unrolled_loops: u32,
 }
 
 impl ModuleCtx {
@@ -41,7 +47,16 @@ impl ModuleCtx {
             helpers: BTreeSet::new(),
             uses_half: false,
             peer_checks,
+            unrolled_loops: 0,
         }
+    }
+
+    /// A new loop metadata node asking for full unrolling, for the loop's back edge
+    /// (`br label %head, !llvm.loop !N`).
+    pub fn unroll_full_loop(&mut self) -> String {
+        let id = FIRST_LOOP_NODE + self.unrolled_loops;
+        self.unrolled_loops += 1;
+        format!("!{id}")
     }
 
     /// Declares an external function (an LLVM intrinsic) once: `ret @name(params)`.
@@ -113,6 +128,13 @@ impl ModuleCtx {
             "attributes {ATTR_BODY} = {{ alwaysinline nounwind \"no-builtins\" }}\n"
         );
         let _ = writeln!(out, "{INVARIANT} = !{{}}");
+        if self.unrolled_loops > 0 {
+            let _ = writeln!(out, "{UNROLL_FULL} = !{{!\"llvm.loop.unroll.full\"}}");
+            for i in 0..self.unrolled_loops {
+                let id = FIRST_LOOP_NODE + i;
+                let _ = writeln!(out, "!{id} = distinct !{{!{id}, {UNROLL_FULL}}}");
+            }
+        }
         match self.arch.kind() {
             TargetKind::Amdgpu => {
                 let _ = writeln!(out, "!llvm.module.flags = !{{!1}}");

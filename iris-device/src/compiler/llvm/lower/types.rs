@@ -68,6 +68,7 @@ pub(super) fn reg_ty(ty: &Type, arch: Arch) -> Result<String, String> {
         Type::Vector(v) => vector_ty(*v),
         Type::Ptr { .. } => "ptr".to_string(),
         Type::Symmetric(_) => sym_ty(arch),
+        Type::Array { elem, len } => format!("[{len} x {}]", reg_ty(elem, arch)?),
         Type::IntVar(_) | Type::FloatVar(_) => {
             return Err(format!(
                 "type `{ty}` reached code generation unresolved (a type-checking bug)"
