@@ -44,7 +44,7 @@ extern crate self as iris;
 pub use iris_device::abi;
 pub use iris_device::prelude;
 pub use iris_device::prelude::*;
-pub use iris_macros::{kernel, kernels};
+pub use iris_macros::{device, kernel, kernels};
 
 // The runtime's public surface, named one by one: contexts and worlds, memory, symmetric
 // memory and its providers, launching, errors.

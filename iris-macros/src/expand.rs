@@ -1,6 +1,7 @@
 //! The two attributes' expansion: parse, re-emit for rustc, compile, emit launchers.
 
 use crate::launcher::{kernels_of, launcher_module};
+use crate::library;
 use crate::options;
 use crate::unit_tokens::unit_static;
 use iris_device::compiler::frontend::SourceFn;
@@ -101,8 +102,33 @@ fn shim_name(kernel: &syn::Ident) -> syn::Ident {
     format_ident!("__iris_kernel_{}", kernel)
 }
 
+/// The libraries an attribute's `__libraries(..)` carries, and its other arguments; or,
+/// for an attribute with `uses(..)`, the expansion that collects the libraries first.
+fn libraries_or_collect(
+    which: &str,
+    attr: TokenStream,
+    item: &TokenStream,
+) -> Result<(Vec<library::Library>, TokenStream), TokenStream> {
+    let args = options::split_library_args(attr).map_err(|e| e.to_compile_error())?;
+    if !args.uses.is_empty() {
+        let item = library::with_imports(item.clone(), &args.uses, which == "kernels");
+        return Err(library::start_collecting(
+            which, &args.uses, args.rest, item,
+        ));
+    }
+    let libraries = match args.libraries {
+        Some(tokens) => library::parse_libraries(tokens).map_err(|e| e.to_compile_error())?,
+        None => Vec::new(),
+    };
+    Ok((libraries, args.rest))
+}
+
 /// `#[iris::kernel] fn ...`
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (libraries, attr) = match libraries_or_collect("kernel", attr, &item) {
+        Ok(l) => l,
+        Err(expansion) => return expansion,
+    };
     let options = match options::parse("#[iris::kernel]", attr) {
         Ok(o) => o,
         Err(e) => return e.to_compile_error(),
@@ -124,12 +150,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return errors_to_tokens(&[e]).into_iter().chain(shim).collect(),
     };
     let track = &settings.track;
-    let source = SourceFn {
+    let mut sources = vec![SourceFn {
         item: func.clone(),
         is_kernel: true,
         instances: options.instances,
-    };
-    let compiled = compile(&name.to_string(), &[source], &settings, options.peer_checks);
+    }];
+    match library::library_functions(&libraries, &sources) {
+        Ok(fns) => sources.extend(fns),
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#e #shim);
+        }
+    }
+    let compiled = compile(&name.to_string(), &sources, &settings, options.peer_checks);
     match compiled {
         Err(errors) => {
             let errs = errors_to_tokens(&errors);
@@ -146,6 +179,10 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[iris::kernels] mod ... { ... }`
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (libraries, attr) = match libraries_or_collect("kernels", attr, &item) {
+        Ok(l) => l,
+        Err(expansion) => return expansion,
+    };
     let options = match options::parse("#[iris::kernels]", attr) {
         Ok(o) => o,
         Err(e) => return e.to_compile_error(),
@@ -200,6 +237,10 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     for f in &functions {
         let rename = f.is_kernel.then(|| shim_name(&f.item.sig.ident));
         shims.extend(check_shim(&f.item, rename));
+    }
+    match library::library_functions(&libraries, &functions) {
+        Ok(fns) => functions.extend(fns),
+        Err(e) => errors.push(CompileError::new(e.span(), e.to_string())),
     }
     let attrs = &module.attrs;
     let vis = &module.vis;

@@ -23,6 +23,7 @@ mod expand;
 #[cfg(test)]
 mod fuzz;
 mod launcher;
+mod library;
 mod options;
 mod paths;
 mod unit_tokens;
@@ -71,4 +72,33 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::guarded(|| expand::kernels(attr.into(), item.into())).into()
+}
+
+/// A shared device library: the module's functions can be called by the kernels of any
+/// `#[iris::kernels(uses(name))]` module or `#[iris::kernel(uses(name))]` function of the
+/// crate (and of other crates, as `uses(krate::path::name)`), generic ones too.
+///
+/// ```text
+/// #[iris::device]
+/// pub mod my_math {
+///     use iris::prelude::*;
+///     pub fn twice<T: Element>(x: T) -> T { x + x }
+/// }
+///
+/// #[iris::kernels(uses(my_math))]
+/// mod k {
+///     use iris::prelude::*;
+///     #[kernel]
+///     pub fn double(x: *mut f32) { unsafe { *x = twice(*x) } }
+/// }
+/// ```
+///
+/// A library of this crate is named by its name (or a `crate::`/`self::`/`super::` path)
+/// and must come before its users in the crate's text, as `macro_rules!` do: in the same
+/// module, an enclosing one, or a module declared with `#[macro_use]`. Library names are
+/// unique in a crate; a function name defined by two libraries a unit uses (or by a
+/// library and the unit) is an error.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::guarded(|| library::device(attr.into(), item.into())).into()
 }

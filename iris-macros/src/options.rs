@@ -1,6 +1,7 @@
 //! The arguments of `#[iris::kernel(..)]` and `#[iris::kernels(..)]`.
 
 use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -17,7 +18,7 @@ pub struct Options {
 }
 
 /// The argument names the attributes accept.
-const ACCEPTED: &str = "`peer_checks` and `instances(T = [..])`";
+const ACCEPTED: &str = "`peer_checks`, `instances(T = [..])` and `uses(library, ..)`";
 
 /// Parses the arguments of attribute `attribute` (`#[iris::kernel]`, `#[iris::kernels]`):
 /// nothing, `peer_checks`, `instances(..)` (for a generic kernel), or both. Anything else
@@ -59,13 +60,63 @@ pub fn parse(attribute: &str, args: TokenStream) -> syn::Result<Options> {
                 return Err(syn::Error::new(
                     other.span(),
                     format!(
-                        "unknown argument `{name}` of {attribute}; accepted: {ACCEPTED} (check every remote operation's peer against the world size; build a generic kernel for these arguments)"
+                        "unknown argument `{name}` of {attribute}; accepted: {ACCEPTED} (check every remote operation's peer against the world size; build a generic kernel for these arguments; compile with device libraries)"
                     ),
                 ));
             }
         }
     }
     Ok(options)
+}
+
+/// The arguments that route device libraries, split from the rest: `uses(a, b::c)`, the
+/// hidden `__libraries(..)` the libraries' callbacks add, and the other arguments as
+/// written.
+pub struct LibraryArgs {
+    /// The libraries named by `uses(..)`.
+    pub uses: Vec<syn::Path>,
+    /// The libraries' functions, once collected.
+    pub libraries: Option<TokenStream>,
+    /// Every other argument.
+    pub rest: TokenStream,
+}
+
+/// Splits `uses(..)` and `__libraries(..)` from an attribute's arguments.
+pub fn split_library_args(args: TokenStream) -> syn::Result<LibraryArgs> {
+    let mut out = LibraryArgs {
+        uses: Vec::new(),
+        libraries: None,
+        rest: TokenStream::new(),
+    };
+    if args.is_empty() {
+        return Ok(out);
+    }
+    let Ok(metas) = Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated.parse2(args.clone())
+    else {
+        // Left to `parse` to report.
+        out.rest = args;
+        return Ok(out);
+    };
+    let mut rest = Punctuated::<syn::Meta, syn::Token![,]>::new();
+    for meta in metas {
+        match &meta {
+            syn::Meta::List(l) if l.path.is_ident("uses") => {
+                let paths = Punctuated::<syn::Path, syn::Token![,]>::parse_terminated
+                    .parse2(l.tokens.clone())
+                    .map_err(|_| syn::Error::new(l.tokens.span(), "write the libraries a module uses as `uses(my_math, other_crate::their_lib)`"))?;
+                if paths.is_empty() {
+                    return Err(syn::Error::new(l.span(), "`uses(..)` names no library"));
+                }
+                out.uses.extend(paths);
+            }
+            syn::Meta::List(l) if l.path.is_ident("__libraries") => {
+                out.libraries = Some(l.tokens.clone());
+            }
+            _ => rest.push(meta),
+        }
+    }
+    out.rest = rest.into_token_stream();
+    Ok(out)
 }
 
 /// The instance list of a `#[kernel(..)]` marker inside an `#[iris::kernels]` module: it

@@ -4,9 +4,9 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use super::barrier;
 use super::element::{CclElement, KernelCall, KernelId};
 use super::residency::{self, Sharing};
+use super::signals;
 use crate::abi::KernelUnit;
 use crate::{BackendKind, Error, Iris, LaunchConfig, Result, SymmetricBuffer};
 
@@ -95,7 +95,7 @@ impl<'ctx> Ccl<'ctx> {
         };
         // Where the ranks of this device fit, every rank learns whether every other rank's
         // do, so that all fail together instead of some waiting for the others.
-        let barrier_unit = &barrier::barrier_kernel::barrier::UNIT;
+        let barrier_unit = &signals::barrier_kernel::barrier::UNIT;
         let fit = iris
             .load(barrier_unit)
             .and_then(|()| unit_occupancy(iris, barrier_unit, threads))
@@ -114,7 +114,7 @@ impl<'ctx> Ccl<'ctx> {
         let wish = [
             preferred
                 .min(resident)
-                .min(u64::from(barrier::MAX_SLOTS))
+                .min(u64::from(signals::MAX_SLOTS))
                 .max(1),
             u64::from(threads),
         ];
@@ -122,7 +122,7 @@ impl<'ctx> Ccl<'ctx> {
         let slots = wishes.iter().map(|w| w[0]).min().unwrap_or(1).max(1) as u32;
         let block_threads = wishes.iter().map(|w| w[1]).min().unwrap_or(1).max(1) as u32;
         let signals =
-            iris.symmetric_zeros::<u64>(barrier::HEADER_WORDS + slots as usize * world)?;
+            iris.symmetric_zeros::<u64>(signals::HEADER_WORDS + slots as usize * world)?;
         let ccl = Self {
             iris,
             signals,
@@ -301,7 +301,7 @@ impl<'ctx> Ccl<'ctx> {
     /// before it finished. Collective.
     pub fn barrier(&self) -> Result<()> {
         let epoch = self.reserve_epochs(1);
-        barrier::barrier_kernel::barrier::launch(
+        signals::barrier_kernel::barrier::launch(
             self.iris,
             (1, 1),
             &self.signals,
@@ -344,10 +344,10 @@ impl<'ctx> Ccl<'ctx> {
     }
 
     /// This rank's copy of the signal buffer's header.
-    fn header(&self) -> Result<[u64; barrier::HEADER_WORDS]> {
-        let mut header = [0u64; barrier::HEADER_WORDS];
+    fn header(&self) -> Result<[u64; signals::HEADER_WORDS]> {
+        let mut header = [0u64; signals::HEADER_WORDS];
         let words = self.signals.to_vec()?;
-        header.copy_from_slice(&words[..barrier::HEADER_WORDS]);
+        header.copy_from_slice(&words[..signals::HEADER_WORDS]);
         Ok(header)
     }
 

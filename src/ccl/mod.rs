@@ -81,28 +81,33 @@
 //! The first time a communicator runs a collective for an element type it loads that
 //! kernel unit collectively (see [`Ccl::preload`]); later calls are single launches.
 
+// The barrier library first: its `uses(..)` callback is a `macro_rules!`, in scope for
+// the modules declared after it.
+#[macro_use]
+mod library;
 #[macro_use]
 mod unit;
 mod all_gather;
 mod all_reduce;
 mod all_to_all;
-mod barrier;
 mod broadcast;
 mod communicator;
 mod element;
 mod reduce_scatter;
 mod residency;
+mod signals;
 
 pub use all_gather::{all_gather, AllGatherAlgo};
 pub use all_reduce::{all_reduce, AllReduceAlgo};
 pub use all_to_all::all_to_all;
-pub use barrier::kernels_with_barrier;
 pub use broadcast::broadcast;
 pub use communicator::Ccl;
 pub use element::CclElement;
 #[doc(hidden)]
 pub use element::{KernelCall, KernelId};
+pub use library::barrier;
 pub use reduce_scatter::reduce_scatter;
+pub use signals::kernels_with_barrier;
 
 use crate::{Error, Result, SymmetricBuffer};
 

@@ -107,9 +107,9 @@ macro_rules! ccl_unit {
         { $($fns:tt)* }
         $($kernel:ident => $body:ident),* $(,)?
     ) => {
-        $crate::__ccl_kernels_with_barrier! {
-            #[allow(clippy::too_many_arguments)]
-            pub(crate) mod $m {
+        #[allow(clippy::too_many_arguments)]
+        #[iris::kernels(uses(crate::ccl::barrier))]
+        pub(crate) mod $m {
                 use iris::prelude::*;
 
                 $($fns)*
@@ -144,6 +144,5 @@ macro_rules! ccl_unit {
                     }
                 )*
             }
-        }
     };
 }

@@ -47,6 +47,9 @@ impl FnBuilder<'_> {
                         out.push(Stmt::Expr(expr));
                     }
                 }
+                // `use` items bring names into scope for rustc's check (device libraries
+                // add them); the kernel compiler resolves names itself.
+                syn::Stmt::Item(syn::Item::Use(_)) => {}
                 syn::Stmt::Item(item) => {
                     return Err(CompileError::new(
                         item.span(),

@@ -1,0 +1,153 @@
+//! The device-side barrier as a device library: [`barrier`].
+
+/// The device-side barrier's functions, a device library: kernels call them after naming
+/// it, `#[iris::kernels(uses(iris::ccl::barrier))]` (or through
+/// [`kernels_with_barrier!`](crate::ccl::kernels_with_barrier)). The protocol, the signal
+/// buffer's layout and how to launch such kernels are described in [`crate::ccl`]'s
+/// "Using the barrier in your own kernels".
+///
+/// `signals` is [`Ccl::signals`](crate::ccl::Ccl::signals), launched as a `Symmetric<u64>`;
+/// `timeout_ns` is [`Ccl::wait_limit_ns`](crate::ccl::Ccl::wait_limit_ns); epochs come from
+/// [`Ccl::reserve_epochs`](crate::ccl::Ccl::reserve_epochs); a barrier slot belongs to one
+/// block at a time, so use the block index, below [`Ccl::slots`](crate::ccl::Ccl::slots).
+///
+/// Any number of threads may wait; one signals. Because a waiting thread must never wait
+/// for a later thread of its own block (on the CPU backend a block's threads without
+/// `sync_threads()` run one after another), a block meets a barrier in one of two ways:
+/// thread 0 signals and every thread waits on entry (nothing to publish yet), and the
+/// block's last thread ([`ccl_block_done`](barrier::ccl_block_done)) signals and waits on
+/// exit; or with the block barrier: `sync_threads()`, thread 0 calls `ccl_barrier` and
+/// writes the status to a `shared_array`, `sync_threads()`, every thread reads it.
+#[iris::device]
+pub mod barrier {
+    use iris::prelude::*;
+
+    /// This rank arrived at barrier `slot` for `epoch`: a `Release`/`System` store of the
+    /// epoch into word `132 + slot * world + me` of every rank's copy.
+    pub fn ccl_signal(signals: Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32) {
+        let cell = signals.add((132 + slot as u64 * world as u64 + me as u64) as usize);
+        for peer in 0..world {
+            atomic_store(cell, epoch, peer, Ordering::Release, Scope::System);
+        }
+    }
+
+    /// Records that `missing` never arrived: on this rank's copy first, then every other
+    /// rank's but the missing one's, on each copy not yet broken, the missing rank, then
+    /// the slot, then the epoch (`Release`: a rank told to stop waits for it, and so sees
+    /// the slot too).
+    pub fn ccl_give_up(
+        signals: Symmetric<u64>,
+        slot: u32,
+        epoch: u64,
+        me: u32,
+        world: u32,
+        missing: u32,
+    ) {
+        let code = missing as u64 + 1;
+        for i in 0..world {
+            let peer = (me + i) % world;
+            if peer != missing {
+                let first = atomic_cas(signals, 0, code, peer, Ordering::Relaxed, Scope::System);
+                if first == 0 {
+                    atomic_store(
+                        signals.add(2),
+                        slot as u64,
+                        peer,
+                        Ordering::Relaxed,
+                        Scope::System,
+                    );
+                    atomic_store(
+                        signals.add(1),
+                        epoch,
+                        peer,
+                        Ordering::Release,
+                        Scope::System,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Told to stop: waits (at most `timeout_ns`) until the rank that gave up wrote the
+    /// epoch (epochs start at 1), so that the host reads the real epoch and slot.
+    pub fn ccl_told_to_stop(signals: Symmetric<u64>, me: u32, timeout_ns: u64) {
+        let start = global_timer_ns();
+        while atomic_load(signals.add(1), me, Ordering::Acquire, Scope::System) == 0 {
+            if global_timer_ns() - start >= timeout_ns {
+                return;
+            }
+            nanosleep(256);
+        }
+    }
+
+    /// Polls this rank's copy (`Acquire`/`System`) until every rank arrived at `slot` for
+    /// `epoch`; returns `0`, or `1 + r` if rank `r` had not arrived `timeout_ns` after the
+    /// wait began (or another rank already gave up: the communicator is broken and every
+    /// later wait returns at once). The first 1024 polls of each peer go back to back,
+    /// then a 256 ns sleep separates polls, each of which also checks whether another rank
+    /// gave up and whether the time is up. Records the wait's time in word 3 when it is
+    /// the longest yet (a read first, so a long-stable maximum costs no atomic).
+    pub fn ccl_wait(
+        signals: Symmetric<u64>,
+        slot: u32,
+        epoch: u64,
+        me: u32,
+        world: u32,
+        timeout_ns: u64,
+    ) -> u32 {
+        let row = signals.add((132 + slot as u64 * world as u64) as usize);
+        let start = global_timer_ns();
+        for peer in 0..world {
+            let cell = row.add(peer as usize);
+            let mut polls = 0u64;
+            while atomic_load(cell, me, Ordering::Acquire, Scope::System) < epoch {
+                polls += 1;
+                if polls > 1024 {
+                    let broken = atomic_load(signals, me, Ordering::Relaxed, Scope::System);
+                    if broken != 0 {
+                        ccl_told_to_stop(signals, me, timeout_ns);
+                        return broken as u32;
+                    }
+                    if global_timer_ns() - start >= timeout_ns {
+                        ccl_give_up(signals, slot, epoch, me, world, peer);
+                        return peer + 1;
+                    }
+                    nanosleep(256);
+                }
+            }
+        }
+        let waited = global_timer_ns() - start;
+        let longest = signals.add(3);
+        if waited > atomic_load(longest, me, Ordering::Relaxed, Scope::System) {
+            atomic_max(longest, waited, me, Ordering::Relaxed, Scope::System);
+        }
+        0
+    }
+
+    /// Counts this thread as finished and returns `true` in exactly one thread of the
+    /// block, the last (`AcqRel`: it has seen every other thread's writes, so its
+    /// `ccl_signal` publishes the whole block's).
+    pub fn ccl_block_done(signals: Symmetric<u64>, slot: u32, me: u32) -> bool {
+        let counter = signals.add((4 + slot as u64) as usize);
+        let threads = (block_dim_x() * block_dim_y() * block_dim_z()) as u64;
+        let before = atomic_add(counter, 1, me, Ordering::AcqRel, Scope::System);
+        if before + 1 == threads {
+            atomic_store(counter, 0, me, Ordering::Relaxed, Scope::System);
+            return true;
+        }
+        false
+    }
+
+    /// `ccl_signal` then `ccl_wait`.
+    pub fn ccl_barrier(
+        signals: Symmetric<u64>,
+        slot: u32,
+        epoch: u64,
+        me: u32,
+        world: u32,
+        timeout_ns: u64,
+    ) -> u32 {
+        ccl_signal(signals, slot, epoch, me, world);
+        ccl_wait(signals, slot, epoch, me, world, timeout_ns)
+    }
+}

@@ -1,0 +1,114 @@
+//! The device-side barrier's protocol: a symmetric signal buffer, per-(slot, peer) epoch
+//! flags, and a wait bounded in time. Its functions are the device library
+//! [`barrier`](crate::ccl::barrier).
+//!
+//! Every rank owns a copy of the signal buffer (`u64` words):
+//!
+//! | words | holds |
+//! |---|---|
+//! | `0` | `0`, or `1 + r` once a wait gave up on rank `r` (sticky: the communicator is then broken) |
+//! | `1`, `2` | the epoch and the slot of that wait (on every copy the giving-up rank broke) |
+//! | `3` | the longest any wait of this rank took, in nanoseconds (local only) |
+//! | `4 + slot` (`slot < 128`) | how many threads of the block using `slot` finished (local only) |
+//! | `132 + slot * world + peer` | the latest epoch at which `peer` arrived at barrier `slot` |
+//!
+//! A rank arrives at barrier `slot` for epoch `e` by storing `e` into word
+//! `132 + slot * world + me` of every rank's copy (`Release`, `System`), and waits by polling
+//! its own copy's row for `slot` (`Acquire`, `System`) until every peer's word is at least
+//! `e`. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
+//! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
+//! memory only: the peers push.
+//!
+//! A wait is bounded in time, not in polls: it reads the device clock
+//! (`global_timer_ns`) and gives up `timeout_ns` after it started (the communicator's
+//! wait limit, below the world's `IRIS_TIMEOUT`, so the device gives up first and names
+//! the rank). After its first polls it backs off with `nanosleep` between polls: a GPU
+//! block stops hammering memory, and on the CPU backend the waiting thread gives its core
+//! to the ranks it waits for. A rank that gives up records the missing rank, the epoch and
+//! the slot in its own copy and in every other rank's (so that they give up at once
+//! instead of waiting out their own limit, and report the same barrier; the first rank to
+//! break a copy writes it) and the host reports it from
+//! [`Ccl::synchronize`](super::Ccl::synchronize).
+//!
+//! A spinning barrier is only correct while every block it waits for is running:
+//! [`Ccl`](super::Ccl) sizes launches so that all ranks' blocks on a device are resident
+//! at once, and refuses more ranks on a device than it has hardware queues (see
+//! `residency.rs`).
+
+/// Wraps an inline module in `#[iris::kernels(uses(iris::ccl::barrier))]`: its kernels can
+/// call the device-side barrier's functions (see [`barrier`](crate::ccl::barrier)) to
+/// synchronise every rank without a host round trip.
+///
+/// ```no_run
+/// iris::ccl::kernels_with_barrier! {
+///     pub mod ring {
+///         use iris::prelude::*;
+///
+///         #[kernel]
+///         pub fn step(outbox: *const f32, inbox: Symmetric<f32>, signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
+///             let slot = block_idx_x();
+///             // Entry (nothing of this kernel to publish yet): one thread signals, all wait.
+///             if thread_idx_x() == 0 {
+///                 ccl_signal(signals, slot, epoch, me, world);
+///             }
+///             if ccl_wait(signals, slot, epoch, me, world, timeout_ns) != 0 {
+///                 return; // a peer never arrived; the host reports it
+///             }
+///             // Every rank's earlier work is done (the next rank no longer reads its inbox):
+///             // send this thread's element there.
+///             let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+///             iris::store(inbox.add(i), unsafe { *outbox.add(i) }, (me + 1) % world);
+///             // Exit (publish this block's writes): the block's last thread signals and waits.
+///             if ccl_block_done(signals, slot, me) {
+///                 ccl_barrier(signals, slot, epoch + 1, me, world, timeout_ns);
+///             }
+///         }
+///     }
+/// }
+/// // Once, on every rank (collective): the launch shape that keeps every rank's blocks
+/// // resident, and the unit loaded:
+/// //   let config = ccl.launch_config_for(&ring::step::UNIT, 256)?;
+/// // Launch (at most config's blocks; fewer is fine):
+/// //   ring::step::launch(&iris, config, &outbox, &inbox, ccl.signals(),
+/// //                      me, world, ccl.reserve_epochs(2), ccl.wait_limit_ns())
+/// // After it completes on a rank, that rank's inbox holds what the previous rank sent.
+/// # fn main() {}
+/// ```
+///
+/// The same as writing `#[iris::kernels(uses(iris::ccl::barrier))]` on the module.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __ccl_kernels_with_barrier {
+    ($(#[$attr:meta])* $vis:vis mod $name:ident { $($body:tt)* }) => {
+        $(#[$attr])*
+        #[$crate::kernels(uses($crate::ccl::barrier))]
+        $vis mod $name {
+            $($body)*
+        }
+    };
+}
+
+#[doc(inline)]
+pub use crate::__ccl_kernels_with_barrier as kernels_with_barrier;
+
+/// Words of the signal buffer before the flags: the error words and one thread counter
+/// per slot.
+pub(crate) const HEADER_WORDS: usize = 4 + MAX_SLOTS as usize;
+
+/// Barrier slots at most (the thread counters the header has room for).
+pub(crate) const MAX_SLOTS: u32 = 128;
+
+/// The barrier as a kernel of its own, for [`Ccl::barrier`](super::Ccl::barrier).
+#[iris::kernels(uses(crate::ccl::barrier))]
+pub(crate) mod barrier_kernel {
+    use iris::prelude::*;
+
+    /// Every rank arrives at barrier slot 0 for `epoch` and waits for the others; one
+    /// thread does it all.
+    #[kernel]
+    pub fn barrier(signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
+        if thread_idx_x() == 0 && block_idx_x() == 0 {
+            ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
+        }
+    }
+}
