@@ -3,83 +3,103 @@
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId};
 use crate::{Result, SymmetricBuffer};
 
-macro_rules! all_gather_units {
-    ($($m:ident: $t:ident, $bits:ident, $per:tt;)*) => {$(
-        ccl_unit! {
-            $m, $t;
-            {
-                /// Writes the local `input[i]` into slot `me` of every rank's `output`, 16
-                /// bytes at a time when `n` elements are whole 16-byte vectors.
-                fn push_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, arg: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    let slot = output.add((me as u64 * n) as usize);
-                    let mut i = first;
-                    if n % $per == 0 {
-                        let src = input.local().cast::<$bits>();
-                        let dst = slot.cast::<$bits>();
-                        while i < n / $per {
-                            let v = unsafe { *src.add(i as usize) };
-                            for k in 0..world {
-                                store(dst.add(i as usize), v, (me + k) % world);
-                            }
-                            i += stride;
-                        }
-                        i = n;
-                    }
-                    while i < n {
-                        let v = unsafe { *input.local().add(i as usize) };
-                        for k in 0..world {
-                            store(slot.add(i as usize), v, (me + k) % world);
-                        }
-                        i += stride;
-                    }
-                }
+/// The kernels, one per element type `T` with `L` elements in 16 bytes: each meets the
+/// device-side barrier on entry and on exit (see [`crate::ccl`]'s "What every collective
+/// shares") around its data movement.
+#[iris::kernels(uses(crate::ccl::barrier))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) mod kernels {
+    use iris::prelude::*;
 
-                /// Reads every rank's `input[i]` into slot `rank` of the local `output`, 16
-                /// bytes at a time when `n` elements are whole 16-byte vectors.
-                fn pull_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, arg: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    let mut i = first;
-                    if n % $per == 0 {
-                        let nv = n / $per;
-                        let src = input.cast::<$bits>();
-                        let out = output.local().cast::<$bits>();
-                        while i < nv {
-                            for k in 0..world {
-                                let peer = (me + k) % world;
-                                unsafe { *out.add((peer as u64 * nv + i) as usize) = load(src.add(i as usize), peer) };
-                            }
-                            i += stride;
-                        }
-                        i = n;
+    /// Writes the local `input[i]` into slot `me` of every rank's `output`, 16 bytes at a
+    /// time when `n` elements are whole 16-byte chunks.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn push<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let slot = output.add((me as u64 * n) as usize);
+            let mut i = first;
+            if n % L as u64 == 0 {
+                let src = input.local().cast::<[T; L]>();
+                let dst = slot.cast::<[T; L]>();
+                while i < n / L as u64 {
+                    let v = unsafe { *src.add(i as usize) };
+                    for k in 0..world {
+                        store(dst.add(i as usize), v, (me + k) % world);
                     }
-                    let out = output.local();
-                    while i < n {
-                        for k in 0..world {
-                            let peer = (me + k) % world;
-                            unsafe { *out.add((peer as u64 * n + i) as usize) = load(input.add(i as usize), peer) };
-                        }
-                        i += stride;
-                    }
+                    i += stride;
                 }
+                i = n;
             }
-            push => push_body,
-            pull => pull_body,
+            while i < n {
+                let v = unsafe { *input.local().add(i as usize) };
+                for k in 0..world {
+                    store(slot.add(i as usize), v, (me + k) % world);
+                }
+                i += stride;
+            }
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
         }
-    )*};
-}
+    }
 
-all_gather_units! {
-    all_gather_f32: f32, u32x4, 4;
-    all_gather_f64: f64, u64x2, 2;
-    all_gather_f16: f16, u32x4, 8;
-    all_gather_bf16: bf16, u32x4, 8;
-    all_gather_i32: i32, u32x4, 4;
-    all_gather_u32: u32, u32x4, 4;
-    all_gather_i64: i64, u64x2, 2;
-    all_gather_u64: u64, u64x2, 2;
+    /// Reads every rank's `input[i]` into slot `rank` of the local `output`, 16 bytes at a
+    /// time when `n` elements are whole 16-byte chunks.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn pull<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let mut i = first;
+            if n % L as u64 == 0 {
+                let nv = n / L as u64;
+                let src = input.cast::<[T; L]>();
+                let out = output.local().cast::<[T; L]>();
+                while i < nv {
+                    for k in 0..world {
+                        let peer = (me + k) % world;
+                        unsafe {
+                            *out.add((peer as u64 * nv + i) as usize) =
+                                load(src.add(i as usize), peer)
+                        };
+                    }
+                    i += stride;
+                }
+                i = n;
+            }
+            let out = output.local();
+            while i < n {
+                for k in 0..world {
+                    let peer = (me + k) % world;
+                    unsafe {
+                        *out.add((peer as u64 * n + i) as usize) = load(input.add(i as usize), peer)
+                    };
+                }
+                i += stride;
+            }
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
+        }
+    }
 }
 
 /// How [`all_gather`] moves the data.

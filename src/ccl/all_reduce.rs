@@ -3,118 +3,97 @@
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId, ReduceOp};
 use crate::{Result, SymmetricBuffer};
 
-macro_rules! all_reduce_units {
-    () => {};
-    // A type with a 16-byte vector: the bulk moves 16 bytes a load and a store.
-    (
-        $m:ident: $t:ident, $acc:ident, |$x:ident| $to:tt, |$y:ident| $from:tt,
-        vector($v:ident, $lanes:tt, [$($l:tt),*]);
-        $($rest:tt)*
-    ) => {
-        all_reduce_units!(@unit $m, $t, $acc, |$x| $to, |$y| $from, $lanes, [vector($v, $lanes, [$($l),*])] {
-            /// One-shot over the whole vectors of the elements; returns where the
-            /// element-wise tail starts.
-            fn one_shot_vec(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, op: u32, world: u32) -> u64 {
-                let stride = (grid_dim_x() * block_dim_x()) as u64;
-                let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                let nv = n / $lanes;
-                let src = input.cast::<$v>();
-                let out = output.local().cast::<$v>();
-                while i < nv {
-                    unsafe { *out.add(i as usize) = ccl_reduce_v(src.add(i as usize), op, world) };
-                    i += stride;
-                }
-                nv * $lanes
-            }
+/// The kernels, one per element type `T` with `L` elements in 16 bytes: each meets the
+/// device-side barrier on entry and on exit (see [`crate::ccl`]'s "What every collective
+/// shares") around its data movement.
+#[iris::kernels(uses(crate::ccl::barrier, crate::ccl::reduction))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) mod kernels {
+    use iris::prelude::*;
 
-            /// Two-shot over the whole vectors of `lo..hi` (`lo` a multiple of the lanes);
-            /// returns where the element-wise tail starts.
-            fn two_shot_vec(input: Symmetric<$t>, output: Symmetric<$t>, lo: u64, hi: u64, op: u32, me: u32, world: u32) -> u64 {
-                let stride = (grid_dim_x() * block_dim_x()) as u64;
-                let end = hi / $lanes;
-                let mut i = lo / $lanes + (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                let src = input.cast::<$v>();
-                let dst = output.cast::<$v>();
-                while i < end {
-                    let v = ccl_reduce_v(src.add(i as usize), op, world);
-                    for k in 0..world {
-                        store(dst.add(i as usize), v, (me + k) % world);
-                    }
-                    i += stride;
-                }
-                (end * $lanes).max(lo)
+    /// `output[i]` = every rank's `input[i]`, combined in rank order (`arg` is the
+    /// reduction): whole 16-byte chunks first, then the last few elements one by one.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn one_shot<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let op = arg;
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let nv = n / L as u64;
+            let src = input.cast::<[T; L]>();
+            let vout = output.local().cast::<[T; L]>();
+            let mut i = first;
+            while i < nv {
+                unsafe { *vout.add(i as usize) = reduce_lanes(src.add(i as usize), op, world) };
+                i += stride;
             }
-        });
-        all_reduce_units!($($rest)*);
-    };
-    // A type without one (f16, bf16): element by element.
-    ($m:ident: $t:ident, $acc:ident, |$x:ident| $to:tt, |$y:ident| $from:tt, scalar; $($rest:tt)*) => {
-        all_reduce_units!(@unit $m, $t, $acc, |$x| $to, |$y| $from, 1, [scalar] {
-            fn one_shot_vec(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, op: u32, world: u32) -> u64 {
-                0
+            let out = output.local();
+            let mut j = nv * L as u64 + first;
+            while j < n {
+                unsafe { *out.add(j as usize) = reduce(input.add(j as usize), op, world) };
+                j += stride;
             }
-
-            fn two_shot_vec(input: Symmetric<$t>, output: Symmetric<$t>, lo: u64, hi: u64, op: u32, me: u32, world: u32) -> u64 {
-                lo
-            }
-        });
-        all_reduce_units!($($rest)*);
-    };
-    (@unit $m:ident, $t:ident, $acc:ident, |$x:ident| $to:tt, |$y:ident| $from:tt, $lanes:tt, [$($vspec:tt)*] { $($vfns:tt)* }) => {
-        ccl_unit! {
-            $m, $t;
-            reduce($acc, |$x| $to, |$y| $from) [$($vspec)*];
-            {
-                $($vfns)*
-
-                /// `output[i]` = every rank's `input[i]`, combined in rank order.
-                fn one_shot_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, op: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let mut i = one_shot_vec(input, output, n, op, world)
-                        + (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    let out = output.local();
-                    while i < n {
-                        unsafe { *out.add(i as usize) = ccl_reduce(input.add(i as usize), op, world) };
-                        i += stride;
-                    }
-                }
-
-                /// Reduces this rank's share of the elements (`ceil(n / world)` rounded up
-                /// to whole vectors, from `me * share`) over every rank, in rank order, and
-                /// stores each result into every rank's `output`.
-                fn two_shot_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, op: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let share = (n + world as u64 - 1) / world as u64;
-                    let share = (share + $lanes - 1) / $lanes * $lanes;
-                    let lo = (me as u64 * share).min(n);
-                    let hi = (lo + share).min(n);
-                    let mut i = two_shot_vec(input, output, lo, hi, op, me, world)
-                        + (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    while i < hi {
-                        let v = ccl_reduce(input.add(i as usize), op, world);
-                        let dst = output.add(i as usize);
-                        for k in 0..world {
-                            store(dst, v, (me + k) % world);
-                        }
-                        i += stride;
-                    }
-                }
-            }
-            one_shot => one_shot_body,
-            two_shot => two_shot_body,
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
         }
-    };
-}
+    }
 
-all_reduce_units! {
-    all_reduce_f32: f32, f32, |x| { x }, |a| { a }, vector(f32x4, 4, [0, 1, 2, 3]);
-    all_reduce_f64: f64, f64, |x| { x }, |a| { a }, vector(f64x2, 2, [0, 1]);
-    all_reduce_f16: f16, f32, |x| { x.to_f32() }, |a| { f16::from_f32(a) }, scalar;
-    all_reduce_bf16: bf16, f32, |x| { x.to_f32() }, |a| { bf16::from_f32(a) }, scalar;
-    all_reduce_i32: i32, i32, |x| { x }, |a| { a }, vector(i32x4, 4, [0, 1, 2, 3]);
-    all_reduce_u32: u32, u32, |x| { x }, |a| { a }, vector(u32x4, 4, [0, 1, 2, 3]);
-    all_reduce_i64: i64, i64, |x| { x }, |a| { a }, vector(i64x2, 2, [0, 1]);
-    all_reduce_u64: u64, u64, |x| { x }, |a| { a }, vector(u64x2, 2, [0, 1]);
+    /// Reduces this rank's share of the elements (`ceil(n / world)` rounded up to whole
+    /// 16-byte chunks, from `me * share`) over every rank, in rank order, and stores each
+    /// result into every rank's `output`.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn two_shot<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let op = arg;
+            let lanes = L as u64;
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let share = (n + world as u64 - 1) / world as u64;
+            let share = (share + lanes - 1) / lanes * lanes;
+            let lo = (me as u64 * share).min(n);
+            let hi = (lo + share).min(n);
+            let end = hi / lanes;
+            let src = input.cast::<[T; L]>();
+            let dst = output.cast::<[T; L]>();
+            let mut i = lo / lanes + first;
+            while i < end {
+                let v = reduce_lanes(src.add(i as usize), op, world);
+                for k in 0..world {
+                    store(dst.add(i as usize), v, (me + k) % world);
+                }
+                i += stride;
+            }
+            let mut j = (end * lanes).max(lo) + first;
+            while j < hi {
+                let v = reduce(input.add(j as usize), op, world);
+                let d = output.add(j as usize);
+                for k in 0..world {
+                    store(d, v, (me + k) % world);
+                }
+                j += stride;
+            }
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
+        }
+    }
 }
 
 /// How [`all_reduce`] moves the data.

@@ -3,57 +3,58 @@
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId};
 use crate::{Error, Result, SymmetricBuffer};
 
-macro_rules! all_to_all_units {
-    ($($m:ident: $t:ident, $bits:ident, $per:tt;)*) => {$(
-        ccl_unit! {
-            $m, $t;
-            {
-                /// Stores block `p` of the local input into block `me` of rank `p`'s output
-                /// (`n` elements a block), 16 bytes at a time when a block is whole 16-byte
-                /// vectors.
-                fn all_to_all_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, arg: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    let dst = output.add((me as u64 * n) as usize);
-                    if n % $per == 0 {
-                        let nv = n / $per;
-                        let src = input.local().cast::<$bits>();
-                        let vdst = dst.cast::<$bits>();
-                        while i < nv {
-                            for k in 0..world {
-                                let peer = (me + k) % world;
-                                let v = unsafe { *src.add((peer as u64 * nv + i) as usize) };
-                                store(vdst.add(i as usize), v, peer);
-                            }
-                            i += stride;
-                        }
-                        i = n;
-                    }
-                    let src = input.local();
-                    while i < n {
-                        for k in 0..world {
-                            let peer = (me + k) % world;
-                            let v = unsafe { *src.add((peer as u64 * n + i) as usize) };
-                            store(dst.add(i as usize), v, peer);
-                        }
-                        i += stride;
-                    }
-                }
-            }
-            all_to_all => all_to_all_body,
-        }
-    )*};
-}
+/// The kernels, one per element type `T` with `L` elements in 16 bytes: each meets the
+/// device-side barrier on entry and on exit (see [`crate::ccl`]'s "What every collective
+/// shares") around its data movement.
+#[iris::kernels(uses(crate::ccl::barrier))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) mod kernels {
+    use iris::prelude::*;
 
-all_to_all_units! {
-    all_to_all_f32: f32, u32x4, 4;
-    all_to_all_f64: f64, u64x2, 2;
-    all_to_all_f16: f16, u32x4, 8;
-    all_to_all_bf16: bf16, u32x4, 8;
-    all_to_all_i32: i32, u32x4, 4;
-    all_to_all_u32: u32, u32x4, 4;
-    all_to_all_i64: i64, u64x2, 2;
-    all_to_all_u64: u64, u64x2, 2;
+    /// Stores block `p` of the local input into block `me` of rank `p`'s output (`n`
+    /// elements a block), 16 bytes at a time when a block is whole 16-byte chunks.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn all_to_all<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let dst = output.add((me as u64 * n) as usize);
+            if n % L as u64 == 0 {
+                let nv = n / L as u64;
+                let src = input.local().cast::<[T; L]>();
+                let vdst = dst.cast::<[T; L]>();
+                while i < nv {
+                    for k in 0..world {
+                        let peer = (me + k) % world;
+                        let v = unsafe { *src.add((peer as u64 * nv + i) as usize) };
+                        store(vdst.add(i as usize), v, peer);
+                    }
+                    i += stride;
+                }
+                i = n;
+            }
+            let src = input.local();
+            while i < n {
+                for k in 0..world {
+                    let peer = (me + k) % world;
+                    let v = unsafe { *src.add((peer as u64 * n + i) as usize) };
+                    store(dst.add(i as usize), v, peer);
+                }
+                i += stride;
+            }
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
+        }
+    }
 }
 
 /// All-to-all: every rank's `input` is `W` blocks of `c = len / W` elements; block `p` of

@@ -3,46 +3,49 @@
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId};
 use crate::{Error, Result, SymmetricBuffer};
 
-macro_rules! broadcast_units {
-    ($($m:ident: $t:ident, $bits:ident, $per:tt;)*) => {$(
-        ccl_unit! {
-            $m, $t;
-            {
-                /// Reads rank `root`'s `input` into the local `output`, 16 bytes at a time
-                /// but for the last few elements.
-                fn broadcast_body(input: Symmetric<$t>, output: Symmetric<$t>, n: u64, root: u32, me: u32, world: u32) {
-                    let stride = (grid_dim_x() * block_dim_x()) as u64;
-                    let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-                    let nv = n / $per;
-                    let src = input.cast::<$bits>();
-                    let vout = output.local().cast::<$bits>();
-                    let mut i = first;
-                    while i < nv {
-                        unsafe { *vout.add(i as usize) = load(src.add(i as usize), root) };
-                        i += stride;
-                    }
-                    let out = output.local();
-                    let mut j = nv * $per + first;
-                    while j < n {
-                        unsafe { *out.add(j as usize) = load(input.add(j as usize), root) };
-                        j += stride;
-                    }
-                }
-            }
-            broadcast => broadcast_body,
-        }
-    )*};
-}
+/// The kernels, one per element type `T` with `L` elements in 16 bytes: each meets the
+/// device-side barrier on entry and on exit (see [`crate::ccl`]'s "What every collective
+/// shares") around its data movement.
+#[iris::kernels(uses(crate::ccl::barrier))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) mod kernels {
+    use iris::prelude::*;
 
-broadcast_units! {
-    broadcast_f32: f32, u32x4, 4;
-    broadcast_f64: f64, u64x2, 2;
-    broadcast_f16: f16, u32x4, 8;
-    broadcast_bf16: bf16, u32x4, 8;
-    broadcast_i32: i32, u32x4, 4;
-    broadcast_u32: u32, u32x4, 4;
-    broadcast_i64: i64, u64x2, 2;
-    broadcast_u64: u64, u64x2, 2;
+    /// Reads rank `arg`'s (the root's) `input` into the local `output`, 16 bytes at a time
+    /// but for the last few elements.
+    #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
+    pub fn broadcast<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: Symmetric<T>,
+        signals: Symmetric<u64>,
+        n: u64,
+        arg: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+            let root = arg;
+            let stride = (grid_dim_x() * block_dim_x()) as u64;
+            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+            let nv = n / L as u64;
+            let src = input.cast::<[T; L]>();
+            let vout = output.local().cast::<[T; L]>();
+            let mut i = first;
+            while i < nv {
+                unsafe { *vout.add(i as usize) = load(src.add(i as usize), root) };
+                i += stride;
+            }
+            let out = output.local();
+            let mut j = nv * L as u64 + first;
+            while j < n {
+                unsafe { *out.add(j as usize) = load(input.add(j as usize), root) };
+                j += stride;
+            }
+            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
+        }
+    }
 }
 
 /// Broadcast: rank `root`'s `input` is copied into `output` on every rank (the root's

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use super::element::{CclElement, KernelCall, KernelId};
+use super::element::{self, CclElement, KernelCall, KernelId};
 use super::residency::{self, Sharing};
 use super::signals;
 use crate::abi::KernelUnit;
@@ -380,7 +380,7 @@ impl<'ctx> Ccl<'ctx> {
         arg: u32,
         elems: u64,
     ) -> Result<()> {
-        self.preload(T::unit(kernel))?;
+        self.preload(kernel.unit())?;
         let epoch = self.reserve_epochs(2);
         let call = KernelCall {
             config: self.config(elems, std::mem::size_of::<T>()),
@@ -394,7 +394,7 @@ impl<'ctx> Ccl<'ctx> {
             epoch,
             timeout_ns: self.wait_limit_ns(),
         };
-        T::launch(kernel, self.iris, &call)
+        element::launch(kernel, self.iris, &call)
     }
 }
 

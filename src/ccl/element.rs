@@ -1,28 +1,77 @@
-//! `CclElement`: which element types the collectives take, and the kernels of each.
+//! `CclElement`: which element types the collectives take, and how each collective's
+//! kernel is found for one.
 //!
-//! Kernels have no generics, so every collective's file generates one kernel unit per
-//! element type with `macro_rules!`, and this trait maps each type to its units: the
-//! public API stays generic (`all_reduce::<T>`) while every launch is typed.
+//! Every collective is one generic kernel, `fn push<T: Element, const L: usize>`, built
+//! for each element type `T` with the `L` elements that fill 16 bytes (instances
+//! `push__f32__4`, `push__f16__8`, ...). The public API is generic (`all_reduce::<T>`);
+//! a launch picks the instance of `T` from its unit by that name.
 
 use super::{all_gather, all_reduce, all_to_all, broadcast, reduce_scatter};
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
-use crate::{Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
+use crate::{Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
 
 mod sealed {
     pub trait Sealed {}
 }
 
 /// An element type the collectives take: `f32`, `f64`, `f16`, `bf16`, `i32`, `u32`, `i64`,
-/// `u64`. Sealed: each type has kernels compiled for it.
+/// `u64`. Sealed: each type has the collectives' kernels built for it.
 pub trait CclElement: Pod + sealed::Sealed {
-    /// Launches kernel `kernel` of this element type (used by the collectives).
+    /// The type's name in kernel symbols.
     #[doc(hidden)]
-    fn launch(kernel: KernelId, iris: &Iris, call: &KernelCall<'_, '_, Self>) -> Result<()>;
+    const KERNEL_NAME: &'static str;
+    /// Elements in 16 bytes (the kernels move whole 16-byte chunks where they can).
+    #[doc(hidden)]
+    const KERNEL_LANES: usize;
+}
 
-    /// The kernel unit (code objects) that holds kernel `kernel` of this element type.
-    #[doc(hidden)]
-    fn unit(kernel: KernelId) -> &'static KernelUnit;
+impl sealed::Sealed for f32 {}
+impl CclElement for f32 {
+    const KERNEL_NAME: &'static str = "f32";
+    const KERNEL_LANES: usize = 4;
+}
+
+impl sealed::Sealed for f64 {}
+impl CclElement for f64 {
+    const KERNEL_NAME: &'static str = "f64";
+    const KERNEL_LANES: usize = 2;
+}
+
+impl sealed::Sealed for f16 {}
+impl CclElement for f16 {
+    const KERNEL_NAME: &'static str = "f16";
+    const KERNEL_LANES: usize = 8;
+}
+
+impl sealed::Sealed for bf16 {}
+impl CclElement for bf16 {
+    const KERNEL_NAME: &'static str = "bf16";
+    const KERNEL_LANES: usize = 8;
+}
+
+impl sealed::Sealed for i32 {}
+impl CclElement for i32 {
+    const KERNEL_NAME: &'static str = "i32";
+    const KERNEL_LANES: usize = 4;
+}
+
+impl sealed::Sealed for u32 {}
+impl CclElement for u32 {
+    const KERNEL_NAME: &'static str = "u32";
+    const KERNEL_LANES: usize = 4;
+}
+
+impl sealed::Sealed for i64 {}
+impl CclElement for i64 {
+    const KERNEL_NAME: &'static str = "i64";
+    const KERNEL_LANES: usize = 2;
+}
+
+impl sealed::Sealed for u64 {}
+impl CclElement for u64 {
+    const KERNEL_NAME: &'static str = "u64";
+    const KERNEL_LANES: usize = 2;
 }
 
 /// Which collective kernel to launch.
@@ -36,6 +85,51 @@ pub enum KernelId {
     ReduceScatter,
     AllToAll,
     Broadcast,
+}
+
+impl KernelId {
+    /// The unit holding the kernel, and the generic kernel's name.
+    fn generic(self) -> (&'static KernelUnit, &'static str) {
+        match self {
+            KernelId::AllGatherPush => (&all_gather::kernels::push::UNIT, "push"),
+            KernelId::AllGatherPull => (&all_gather::kernels::pull::UNIT, "pull"),
+            KernelId::AllReduceOneShot => (&all_reduce::kernels::one_shot::UNIT, "one_shot"),
+            KernelId::AllReduceTwoShot => (&all_reduce::kernels::two_shot::UNIT, "two_shot"),
+            KernelId::ReduceScatter => (
+                &reduce_scatter::kernels::reduce_scatter::UNIT,
+                "reduce_scatter",
+            ),
+            KernelId::AllToAll => (&all_to_all::kernels::all_to_all::UNIT, "all_to_all"),
+            KernelId::Broadcast => (&broadcast::kernels::broadcast::UNIT, "broadcast"),
+        }
+    }
+
+    /// The unit that holds this kernel for every element type.
+    pub(crate) fn unit(self) -> &'static KernelUnit {
+        self.generic().0
+    }
+
+    /// This kernel's instance for `T`: its index in [`unit`](Self::unit).
+    pub(crate) fn index<T: CclElement>(self) -> Result<usize> {
+        let (unit, generic) = self.generic();
+        let lanes = T::KERNEL_LANES.to_string();
+        unit.kernels
+            .iter()
+            .position(|k| {
+                let mut parts = k.name.split("__");
+                parts.next() == Some(generic)
+                    && parts.next() == Some(T::KERNEL_NAME)
+                    && parts.next() == Some(lanes.as_str())
+                    && parts.next().is_none()
+            })
+            .ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "the collectives' unit `{}` has no kernel `{generic}` for {} (a build of iris without it)",
+                    unit.id,
+                    T::KERNEL_NAME
+                ))
+            })
+    }
 }
 
 /// The arguments every collective kernel takes (each reads the ones it needs).
@@ -57,61 +151,21 @@ pub struct KernelCall<'a, 'ctx, T: Pod> {
     pub(crate) timeout_ns: u64,
 }
 
-macro_rules! launch_with {
-    ($unit:path, $iris:expr, $c:expr) => {{
-        use $unit as k;
-        k::launch(
-            $iris,
-            $c.config,
-            $c.input,
-            $c.output,
-            $c.signals,
-            $c.n,
-            $c.arg,
-            $c.me,
-            $c.world,
-            $c.epoch,
-            $c.timeout_ns,
-        )
-    }};
-}
-
-macro_rules! elements {
-    ($($t:ident => $ag:ident, $ar:ident, $rs:ident, $a2a:ident, $bc:ident;)*) => {$(
-        impl sealed::Sealed for $t {}
-        impl CclElement for $t {
-            fn launch(kernel: KernelId, iris: &Iris, c: &KernelCall<'_, '_, Self>) -> Result<()> {
-                match kernel {
-                    KernelId::AllGatherPush => launch_with!(all_gather::$ag::push, iris, c),
-                    KernelId::AllGatherPull => launch_with!(all_gather::$ag::pull, iris, c),
-                    KernelId::AllReduceOneShot => launch_with!(all_reduce::$ar::one_shot, iris, c),
-                    KernelId::AllReduceTwoShot => launch_with!(all_reduce::$ar::two_shot, iris, c),
-                    KernelId::ReduceScatter => launch_with!(reduce_scatter::$rs::reduce_scatter, iris, c),
-                    KernelId::AllToAll => launch_with!(all_to_all::$a2a::all_to_all, iris, c),
-                    KernelId::Broadcast => launch_with!(broadcast::$bc::broadcast, iris, c),
-                }
-            }
-
-            fn unit(kernel: KernelId) -> &'static KernelUnit {
-                match kernel {
-                    KernelId::AllGatherPush | KernelId::AllGatherPull => &all_gather::$ag::push::UNIT,
-                    KernelId::AllReduceOneShot | KernelId::AllReduceTwoShot => &all_reduce::$ar::one_shot::UNIT,
-                    KernelId::ReduceScatter => &reduce_scatter::$rs::reduce_scatter::UNIT,
-                    KernelId::AllToAll => &all_to_all::$a2a::all_to_all::UNIT,
-                    KernelId::Broadcast => &broadcast::$bc::broadcast::UNIT,
-                }
-            }
-        }
-    )*};
-}
-
-elements! {
-    f32 => all_gather_f32, all_reduce_f32, reduce_scatter_f32, all_to_all_f32, broadcast_f32;
-    f64 => all_gather_f64, all_reduce_f64, reduce_scatter_f64, all_to_all_f64, broadcast_f64;
-    f16 => all_gather_f16, all_reduce_f16, reduce_scatter_f16, all_to_all_f16, broadcast_f16;
-    bf16 => all_gather_bf16, all_reduce_bf16, reduce_scatter_bf16, all_to_all_bf16, broadcast_bf16;
-    i32 => all_gather_i32, all_reduce_i32, reduce_scatter_i32, all_to_all_i32, broadcast_i32;
-    u32 => all_gather_u32, all_reduce_u32, reduce_scatter_u32, all_to_all_u32, broadcast_u32;
-    i64 => all_gather_i64, all_reduce_i64, reduce_scatter_i64, all_to_all_i64, broadcast_i64;
-    u64 => all_gather_u64, all_reduce_u64, reduce_scatter_u64, all_to_all_u64, broadcast_u64;
+/// Launches `kernel`'s instance for `T` with the arguments of `c`.
+pub(crate) fn launch<T: CclElement>(
+    kernel: KernelId,
+    iris: &Iris,
+    c: &KernelCall<'_, '_, T>,
+) -> Result<()> {
+    let mut args = iris.args(kernel.unit(), kernel.index::<T>()?);
+    args.symmetric(c.input)?;
+    args.symmetric(c.output)?;
+    args.symmetric(c.signals)?;
+    args.value(c.n);
+    args.value(c.arg);
+    args.value(c.me);
+    args.value(c.world);
+    args.value(c.epoch);
+    args.value(c.timeout_ns);
+    iris.launch(c.config, args)
 }

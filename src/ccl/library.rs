@@ -1,4 +1,5 @@
-//! The device-side barrier as a device library: [`barrier`].
+//! The collectives' device libraries: the device-side [`barrier`] and the [`reduction`]
+//! helpers.
 
 /// The device-side barrier's functions, a device library: kernels call them after naming
 /// it, `#[iris::kernels(uses(iris::ccl::barrier))]` (or through
@@ -138,6 +139,34 @@ pub mod barrier {
         false
     }
 
+    /// A collective kernel's entry (every rank's earlier work on its stream, which wrote
+    /// the inputs and last read the outputs, has finished): thread 0 of the block signals
+    /// barrier slot `block_idx_x()` for `epoch`, every thread waits. Whether to go on
+    /// (`false`: a rank never arrived, the host reports it).
+    pub fn ccl_enter(
+        signals: Symmetric<u64>,
+        epoch: u64,
+        me: u32,
+        world: u32,
+        timeout_ns: u64,
+    ) -> bool {
+        let slot = block_idx_x();
+        if thread_idx_x() == 0 {
+            ccl_signal(signals, slot, epoch, me, world);
+        }
+        ccl_wait(signals, slot, epoch, me, world, timeout_ns) == 0
+    }
+
+    /// A collective kernel's exit: the block's last thread to get here publishes the
+    /// block's reads and writes and waits, at barrier slot `block_idx_x()` for `epoch`,
+    /// until every rank's matching block did.
+    pub fn ccl_leave(signals: Symmetric<u64>, epoch: u64, me: u32, world: u32, timeout_ns: u64) {
+        let slot = block_idx_x();
+        if ccl_block_done(signals, slot, me) {
+            ccl_barrier(signals, slot, epoch, me, world, timeout_ns);
+        }
+    }
+
     /// `ccl_signal` then `ccl_wait`.
     pub fn ccl_barrier(
         signals: Symmetric<u64>,
@@ -149,5 +178,58 @@ pub mod barrier {
     ) -> u32 {
         ccl_signal(signals, slot, epoch, me, world);
         ccl_wait(signals, slot, epoch, me, world, timeout_ns)
+    }
+}
+
+/// Reductions over every rank's copy, in rank order, for the reducing collectives
+/// (`op`: 0 sum, 1 minimum, 2 maximum; sums wrap for integers and run in `f32` for
+/// `f16`/`bf16`, rounded once).
+#[iris::device]
+pub(crate) mod reduction {
+    use iris::prelude::*;
+
+    /// `a ⊕ b` for reduction `op`.
+    pub fn combine<A: Element>(a: A, b: A, op: u32) -> A {
+        if op == 0 {
+            a + b
+        } else if op == 1 {
+            min(a, b)
+        } else {
+            max(a, b)
+        }
+    }
+
+    /// `src` on every rank, combined in rank order in the accumulator type.
+    pub fn reduce<T: Element>(src: Symmetric<T>, op: u32, world: u32) -> T {
+        let mut acc = widen(load(src, 0));
+        for peer in 1..world {
+            acc = combine(acc, widen(load(src, peer)), op);
+        }
+        narrow::<T>(acc)
+    }
+
+    /// The `L` elements at `src` on every rank (one 16-byte load each), combined lane by
+    /// lane in rank order in the accumulator type.
+    pub fn reduce_lanes<T: Element, const L: usize>(
+        src: Symmetric<[T; L]>,
+        op: u32,
+        world: u32,
+    ) -> [T; L] {
+        let first = load(src, 0);
+        let mut acc = [Acc::<T>::ZERO; L];
+        for l in 0..L {
+            acc[l] = widen(first[l]);
+        }
+        for peer in 1..world {
+            let v = load(src, peer);
+            for l in 0..L {
+                acc[l] = combine(acc[l], widen(v[l]), op);
+            }
+        }
+        let mut out = [T::ZERO; L];
+        for l in 0..L {
+            out[l] = narrow::<T>(acc[l]);
+        }
+        out
     }
 }

@@ -85,8 +85,6 @@
 // the modules declared after it.
 #[macro_use]
 mod library;
-#[macro_use]
-mod unit;
 mod all_gather;
 mod all_reduce;
 mod all_to_all;
@@ -106,6 +104,7 @@ pub use element::CclElement;
 #[doc(hidden)]
 pub use element::{KernelCall, KernelId};
 pub use library::barrier;
+pub(crate) use library::reduction;
 pub use reduce_scatter::reduce_scatter;
 pub use signals::kernels_with_barrier;
 

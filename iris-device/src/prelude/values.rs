@@ -25,6 +25,12 @@ macro_rules! impl_values {
 impl_values!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64);
 impl_values!(f32x4, i32x4, u32x4, f64x2, i64x2, u64x2);
 
+/// An array of values (in kernels: of numbers) moves through memory as one access
+/// (`p.cast::<[f32; 4]>()` reads or writes 16 bytes at once; arrays of 2, 4, 8 or 16 bytes
+/// must be aligned to their size).
+impl<T: DeviceValue, const N: usize> sealed::Sealed for [T; N] {}
+impl<T: DeviceValue, const N: usize> DeviceValue for [T; N] {}
+
 impl AtomicValue for i32 {}
 impl AtomicValue for u32 {}
 impl AtomicValue for i64 {}

@@ -165,3 +165,77 @@ fn arrays_and_generic_kernels_compute_on_the_cpu() {
     let want: Vec<u32> = (0..16).map(|i| (i % 4) * 4 + i / 4).collect();
     assert_eq!(o, want);
 }
+
+/// Arrays of numbers in memory: each `[T; L]` of 16 bytes moves as one vector access, the
+/// instances listed as tuples in parameter order.
+const CHUNKS: &str = r#"
+#[instances((f32, 4), (f16, 8), (u64, 2))]
+pub fn scale_chunks<T: Element, const L: usize>(x: *const [T; L], out: *mut [T; L], k: T) {
+    let t = thread_idx_x() as usize;
+    let mut v = unsafe { *x.add(t) };
+    for j in 0..L {
+        v[j] = v[j] * k;
+    }
+    unsafe { *out.add(t) = v; }
+}
+"#;
+
+#[test]
+fn arrays_in_memory_move_as_one_vector_access() {
+    let unit = unit_from_source("chunks", CHUNKS);
+    for target in ALL_TARGETS {
+        let out = compile(&unit, target);
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                for name in [
+                    "scale_chunks__f32__4",
+                    "scale_chunks__f16__8",
+                    "scale_chunks__u64__2",
+                ] {
+                    assert!(ptx.contains(&format!(".entry {name}")), "{ptx}");
+                }
+                let v4_loads =
+                    ptx.matches("ld.global.v4").count() + ptx.matches("ld.global.nc.v4").count();
+                let v2_loads = ptx.matches("ld.global.v2.u64").count()
+                    + ptx.matches("ld.global.v2.b64").count()
+                    + ptx.matches("ld.global.nc.v2.u64").count()
+                    + ptx.matches("ld.global.nc.v2.b64").count();
+                assert!(
+                    v4_loads >= 2 && v2_loads >= 1,
+                    "{}: scalar loads in\n{ptx}",
+                    target.name()
+                );
+                assert!(ptx.matches("st.global.v4").count() >= 2, "{ptx}");
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
+                assert!(
+                    asm.matches("global_load_dwordx4").count() >= 3,
+                    "{}: not one 16-byte load per kernel in\n{asm}",
+                    target.name()
+                );
+                assert!(asm.matches("global_store_dwordx4").count() >= 3, "{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}
+
+#[test]
+fn arrays_in_memory_compute_on_the_cpu() {
+    let m = cpu_module("chunks_cpu", CHUNKS);
+    let x: Vec<f32> = (0..32).map(|i| i as f32).collect();
+    let mut o = vec![0.0f32; 32];
+    let (mut px, mut po, mut k) = (x.as_ptr() as u64, o.as_mut_ptr() as u64, 3.0f32);
+    let args: Vec<*mut c_void> = vec![arg(&mut px), arg(&mut po), arg(&mut k)];
+    m.launch("scale_chunks__f32__4", 1, 8, 0, &args);
+    assert_eq!(o, x.iter().map(|v| v * 3.0).collect::<Vec<_>>());
+
+    let x: Vec<u64> = (0..8).map(|i| i << 40).collect();
+    let mut o = vec![0u64; 8];
+    let (mut px, mut po, mut k) = (x.as_ptr() as u64, o.as_mut_ptr() as u64, 5u64);
+    let args: Vec<*mut c_void> = vec![arg(&mut px), arg(&mut po), arg(&mut k)];
+    m.launch("scale_chunks__u64__2", 1, 4, 0, &args);
+    assert_eq!(o, x.iter().map(|v| v * 5).collect::<Vec<_>>());
+}

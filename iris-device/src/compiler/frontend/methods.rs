@@ -209,7 +209,7 @@ fn cast_target(
     if !is_memory_type(&t) {
         return Err(CompileError::new(
             ty.span(),
-            "pointers can be cast to scalars and 16-byte vectors only",
+            "pointers can be cast to scalars, 16-byte vectors and arrays of numbers only",
         ));
     }
     Ok(t)

@@ -50,22 +50,57 @@ impl SourceFn {
     }
 }
 
-/// `instances(T = [f32, bf16], N = [64, 128])`: the arguments a generic kernel is built
-/// for, every combination of them.
+/// The arguments a generic kernel is built for: `instances(T = [f32, bf16], N = [64, 128])`
+/// (every combination of them) or `instances((f32, 4), (f16, 8))` (each tuple one
+/// instance, its arguments in parameter order).
 #[derive(Clone, Debug)]
 pub struct InstanceList {
     /// Where the list is written.
     pub span: proc_macro2::Span,
     /// Each parameter named, with its arguments.
     pub params: Vec<(syn::Ident, Vec<syn::GenericArgument>)>,
+    /// Or: each instance's arguments, in parameter order.
+    pub tuples: Vec<(proc_macro2::Span, Vec<syn::GenericArgument>)>,
 }
 
 impl InstanceList {
-    /// Parses the inside of `instances(..)`: `T = [f32, bf16], N = [64, 128]`.
+    /// Parses the inside of `instances(..)`: `T = [f32, bf16], N = [64, 128]` or
+    /// `(f32, 4), (f16, 8)`.
     pub fn parse(tokens: proc_macro2::TokenStream) -> syn::Result<InstanceList> {
         use syn::parse::Parser;
         let span = tokens.span();
-        let usage = "write `instances(T = [f32, bf16], N = [64, 128])`: each generic parameter with the list of its arguments";
+        let usage = "write `instances(T = [f32, bf16], N = [64, 128])` (each generic parameter with the list of its arguments, every combination built) or `instances((f32, 4), (f16, 8))` (each instance's arguments in parameter order)";
+        let exprs = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated
+            .parse2(tokens.clone());
+        let tuple_form = exprs.as_ref().is_ok_and(|list| {
+            list.iter()
+                .all(|e| matches!(e, syn::Expr::Tuple(_) | syn::Expr::Paren(_)))
+        });
+        if let (true, Ok(list)) = (tuple_form, exprs) {
+            let mut out = Vec::new();
+            for e in list {
+                // `(f64)` is one instance of a one-parameter kernel.
+                let elems: Vec<syn::Expr> = match &e {
+                    syn::Expr::Tuple(t) => t.elems.iter().cloned().collect(),
+                    syn::Expr::Paren(p) => vec![(*p.expr).clone()],
+                    _ => Vec::new(),
+                };
+                let args = elems
+                    .iter()
+                    .map(|e| {
+                        syn::parse2::<syn::GenericArgument>(quote::ToTokens::to_token_stream(e))
+                    })
+                    .collect::<syn::Result<Vec<_>>>()?;
+                out.push((e.span(), args));
+            }
+            if !out.is_empty() {
+                return Ok(InstanceList {
+                    span,
+                    params: Vec::new(),
+                    tuples: out,
+                });
+            }
+        }
         let entries =
             syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated
                 .parse2(tokens)
@@ -91,7 +126,11 @@ impl InstanceList {
                 .collect::<syn::Result<Vec<_>>>()?;
             params.push((ident, args));
         }
-        Ok(InstanceList { span, params })
+        Ok(InstanceList {
+            span,
+            params,
+            tuples: Vec::new(),
+        })
     }
 }
 
@@ -243,6 +282,40 @@ fn kernel_instances(
     list: Option<&InstanceList>,
 ) -> Result<Vec<Vec<GenericArg>>, CompileError> {
     let name = &item.sig.ident;
+    if let Some(list) = list.filter(|l| !l.tuples.is_empty()) {
+        let mut all = Vec::new();
+        for (span, args) in &list.tuples {
+            if args.len() != params.len() {
+                return Err(CompileError::new(
+                    *span,
+                    format!(
+                        "`{name}` has {} generic parameter(s); this instance gives {}",
+                        params.len(),
+                        args.len()
+                    ),
+                ));
+            }
+            let parsed = params
+                .iter()
+                .zip(args)
+                .map(|(p, a)| generics::parse_arg(p, a))
+                .collect::<Result<Vec<_>, _>>()?;
+            if all.contains(&parsed) {
+                return Err(CompileError::new(*span, "this instance is listed twice"));
+            }
+            all.push(parsed);
+        }
+        if all.len() > generics::MAX_KERNEL_INSTANCES {
+            return Err(CompileError::new(
+                list.span,
+                format!(
+                    "at most {} instances of one kernel",
+                    generics::MAX_KERNEL_INSTANCES
+                ),
+            ));
+        }
+        return Ok(all);
+    }
     if let Some(list) = list {
         for (ident, _) in &list.params {
             if !params.iter().any(|p| *ident == p.name) {

@@ -16,7 +16,7 @@ pub fn parse_type(ty: &syn::Type) -> Result<Type, CompileError> {
             if !is_memory_type(&pointee) {
                 return Err(CompileError::new(
                     p.elem.span(),
-                    format!("kernels can point only to scalars and 16-byte vectors, not `{pointee}`"),
+                    format!("kernels can point only to scalars, 16-byte vectors and arrays of numbers, not `{pointee}`"),
                 ));
             }
             Ok(Type::Ptr { pointee: Box::new(pointee), mutable: p.mutability.is_some() })
@@ -64,7 +64,7 @@ fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
         if !is_memory_type(&elem) {
             return Err(CompileError::new(
                 arg.span(),
-                format!("`Symmetric<{elem}>`: the element must be a scalar or a 16-byte vector"),
+                format!("`Symmetric<{elem}>`: the element must be a scalar, a 16-byte vector or an array of numbers"),
             ));
         }
         return Ok(Type::Symmetric(Box::new(elem)));
@@ -122,7 +122,14 @@ pub fn single_type_argument(args: &syn::PathArguments) -> Option<&syn::Type> {
     }
 }
 
-/// Scalars and vectors: what lives in memory behind a pointer.
+/// Scalars, vectors, and arrays of non-`bool` scalars: what lives in memory behind a
+/// pointer.
 pub fn is_memory_type(ty: &Type) -> bool {
-    matches!(ty, Type::Scalar(_) | Type::Vector(_))
+    match ty {
+        Type::Scalar(_) | Type::Vector(_) => true,
+        Type::Array { elem, .. } => {
+            matches!(**elem, Type::Scalar(s) if s != crate::compiler::kernel_ir::Scalar::Bool)
+        }
+        _ => false,
+    }
 }

@@ -208,7 +208,15 @@ impl Type {
         match self {
             Type::Vector(_) => Some(16),
             Type::Symmetric(_) => Some(8),
-            Type::Array { elem, .. } => elem.align(),
+            // An array of 2, 4, 8 or 16 bytes moves through memory as one vector access,
+            // so it is aligned to its size; a larger one to its element's alignment.
+            Type::Array { .. } => match self.size() {
+                Some(n @ (2 | 4 | 8 | 16)) => Some(n),
+                _ => match self {
+                    Type::Array { elem, .. } => elem.align(),
+                    _ => None,
+                },
+            },
             other => other.size(),
         }
     }

@@ -16,6 +16,18 @@ use super::types;
 impl FnBuilder<'_> {
     /// Loads a `ty` through `ptr` (of LLVM pointer type `pty`).
     pub fn load(&mut self, ptr: &str, pty: &str, ty: &Type) -> Result<String, String> {
+        if let Some((vt, et, len)) = self.array_vector(ty)? {
+            self.mem_ty(ty)?;
+            let align = types::align_of(ty)?;
+            let v = self.def(&format!("load {vt}, {pty} {ptr}, align {align}"));
+            let at = self.reg_ty(ty)?;
+            let mut acc = "poison".to_string();
+            for i in 0..len {
+                let e = self.def(&format!("extractelement {vt} {v}, i32 {i}"));
+                acc = self.def(&format!("insertvalue {at} {acc}, {et} {e}, {i}"));
+            }
+            return Ok(acc);
+        }
         let mt = self.mem_ty(ty)?;
         let align = types::align_of(ty)?;
         let v = self.def(&format!("load {mt}, {pty} {ptr}, align {align}"));
@@ -24,11 +36,37 @@ impl FnBuilder<'_> {
 
     /// Stores `value` (a register value of `ty`) through `ptr`.
     pub fn store(&mut self, ptr: &str, pty: &str, ty: &Type, value: &str) -> Result<(), String> {
+        if let Some((vt, et, len)) = self.array_vector(ty)? {
+            let align = types::align_of(ty)?;
+            let at = self.reg_ty(ty)?;
+            let mut acc = "poison".to_string();
+            for i in 0..len {
+                let e = self.def(&format!("extractvalue {at} {value}, {i}"));
+                acc = self.def(&format!("insertelement {vt} {acc}, {et} {e}, i32 {i}"));
+            }
+            self.inst(&format!("store {vt} {acc}, {pty} {ptr}, align {align}"));
+            return Ok(());
+        }
         let mt = self.mem_ty(ty)?;
         let align = types::align_of(ty)?;
         let v = self.reg_to_mem(value, ty);
         self.inst(&format!("store {mt} {v}, {pty} {ptr}, align {align}"));
         Ok(())
+    }
+
+    /// For an array of numbers: the vector type it moves through memory as, the element
+    /// type, and the length (one access for the whole array).
+    fn array_vector(&self, ty: &Type) -> Result<Option<(String, String, u64)>, String> {
+        match ty {
+            Type::Array { elem, len } => match **elem {
+                Type::Scalar(s) if s != crate::compiler::kernel_ir::Scalar::Bool => {
+                    let et = types::scalar_ty(s).to_string();
+                    Ok(Some((format!("<{len} x {et}>"), et, *len)))
+                }
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
     }
 
     /// A value read from memory, as a register value (`bool`: byte != 0).
@@ -217,8 +255,5 @@ impl FnBuilder<'_> {
 }
 
 fn is_bool(ty: &Type) -> bool {
-    matches!(
-        ty,
-        Type::Scalar(super::super::super::kernel_ir::Scalar::Bool)
-    )
+    matches!(ty, Type::Scalar(crate::compiler::kernel_ir::Scalar::Bool))
 }
