@@ -120,6 +120,13 @@ impl FnBuilder<'_> {
                     ShuffleKind::Down => ("down", 31),
                     ShuffleKind::Up => ("up", 0),
                 };
+                // `shfl.sync.idx` reads lane `k % 32`; the language's rule is the caller's
+                // own lane for `k >= 32` (the other three modes already follow it).
+                let arg = if kind == ShuffleKind::Index {
+                    self.source_lane(kind, arg)?
+                } else {
+                    arg.to_string()
+                };
                 let f = format!("llvm.nvvm.shfl.sync.{name}.i32");
                 self.m.declare(&f, "i32", "i32, i32, i32, i32");
                 for w in &words {
