@@ -8,7 +8,9 @@
 #                                  inside the proc macro links them
 #   zlib1g-dev libzstd-dev libffi-dev libxml2-dev
 #                                  the system libraries LLVM's static libraries link against
-#   lld-22                         links AMD code objects and CPU shared objects
+#   liblld-22-dev                  lld's static libraries: the compiler links AMD code
+#                                  objects and CPU shared objects with lld in its own process
+#   lld-22                         the `ld.lld` command, used when IRIS_LLD asks for it
 #   g++                            the C++ standard library (libstdc++) LLVM links against,
 #                                  and the C compiler cargo links with
 #   python3 python3-venv           the Python extension's tests (a venv under target/,
@@ -23,13 +25,13 @@
 # Ubuntu 24.04's archive has no LLVM 22: the script stops and prints the two commands that
 # add the LLVM project's own apt repository (apt.llvm.org), which it does not run itself.
 #
-# Elsewhere: install LLVM 22 with its static libraries and lld 22 yourself, and point the
-# build at it with LLVM_SYS_221_PREFIX=/path/to/llvm-22 (the folder holding bin/llvm-config),
+# Elsewhere: install LLVM 22 and lld 22, each with its static libraries, yourself, and point
+# the build at it with LLVM_SYS_221_PREFIX=/path/to/llvm-22 (the folder holding bin/llvm-config),
 # and IRIS_LLD=/path/to/ld.lld if ld.lld is not beside it. ROCm's own LLVM works if it is
 # version 22.
 set -euo pipefail
 
-LLVM_PACKAGES=(llvm-22-dev libpolly-22-dev lld-22 zlib1g-dev libzstd-dev libffi-dev libxml2-dev)
+LLVM_PACKAGES=(llvm-22-dev libpolly-22-dev liblld-22-dev lld-22 zlib1g-dev libzstd-dev libffi-dev libxml2-dev)
 BUILD_PACKAGES=(g++ python3 python3-venv)
 PREFIX="${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}"
 
@@ -42,7 +44,8 @@ die() {
 have_llvm() {
     [ -x "$PREFIX/bin/llvm-config" ] && [ -x "$PREFIX/bin/ld.lld" ] &&
         "$PREFIX/bin/llvm-config" --version | grep -q '^22\.' &&
-        [ -n "$(ls "$PREFIX"/lib/libLLVMCore.a 2>/dev/null)" ]
+        [ -f "$PREFIX/lib/libLLVMCore.a" ] && [ -f "$PREFIX/lib/liblldELF.a" ] &&
+        [ -f "$PREFIX/include/lld/Common/Driver.h" ]
 }
 
 # The build tools a newcomer may lack even with LLVM present (g++'s libstdc++, the venv).
@@ -57,14 +60,14 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 if have_llvm && have_build_tools; then
-    say "LLVM $("$PREFIX/bin/llvm-config" --version), ld.lld, a C++ toolchain and python3 with venv found; nothing to install"
+    say "LLVM $("$PREFIX/bin/llvm-config" --version), lld (library and command), a C++ toolchain and python3 with venv found; nothing to install"
     exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
     cat >&2 <<MSG
 setup: this is not a Debian/Ubuntu system; install yourself:
-  - LLVM 22 with its static libraries and lld 22, then build with
+  - LLVM 22 and lld 22, each with its static libraries, then build with
     LLVM_SYS_221_PREFIX=/path/to/llvm-22 (found now: $(have_llvm && echo yes || echo no))
   - a C++ compiler with its standard library (g++), python3 with the venv module
 MSG

@@ -89,3 +89,75 @@ fn kernels_of_several_units_call_one_library() {
             .unwrap_or_else(|e| panic!("{backend}: {e}"));
     }
 }
+
+/// The collectives' barrier library, used by path from this (another) crate.
+#[iris::kernels(uses(iris::ccl::barrier))]
+mod meet {
+    use iris::prelude::*;
+
+    /// Rank `me` writes `me + 1` into slot `me` of the next rank, all ranks meet at the
+    /// device barrier, then each reads what the previous rank wrote. `out`: the barrier's
+    /// status, then the value read.
+    #[kernel]
+    pub fn pass_on(
+        slots: Symmetric<u32>,
+        signals: Symmetric<u64>,
+        out: *mut u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        timeout_ns: u64,
+    ) {
+        if thread_idx_x() == 0 {
+            store(slots.add(me as usize), me + 1, (me + 1) % world);
+            let status = ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
+            let prev = (me + world - 1) % world;
+            unsafe {
+                *out = status;
+                *out.add(1) = *slots.local().add(prev as usize);
+            }
+        }
+    }
+}
+
+#[test]
+fn another_crate_s_kernels_use_the_ccl_barrier_library_by_path() {
+    for backend in backends() {
+        for world in [1usize, 2, 4] {
+            let got = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let ccl = iris::ccl::Ccl::new(iris)?;
+                    let slots = iris.symmetric_zeros::<u32>(world)?;
+                    let out: Buffer<u32> = iris.full(2, u32::MAX)?;
+                    let config = ccl.launch_config_for(&meet::pass_on::UNIT, 1)?;
+                    assert!(config.grid[0] >= 1);
+                    let epoch = ccl.reserve_epochs(1);
+                    let (me, w) = (iris.rank() as u32, world as u32);
+                    meet::pass_on::launch(
+                        iris,
+                        (1, 1),
+                        &slots,
+                        ccl.signals(),
+                        &out,
+                        me,
+                        w,
+                        epoch,
+                        ccl.wait_limit_ns(),
+                    )?;
+                    ccl.synchronize()?;
+                    out.to_vec()
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            for (rank, o) in got.iter().enumerate() {
+                let prev = (rank + world - 1) % world;
+                assert_eq!(
+                    o,
+                    &vec![0, prev as u32 + 1],
+                    "{backend} at {world} ranks, rank {rank}"
+                );
+            }
+        }
+    }
+}

@@ -1,11 +1,12 @@
 //! Compile time per kernel and target: lower to LLVM IR, optimise and emit with LLVM,
 //! link (`ld.lld`) or package. Prints the median of several runs in milliseconds, split
 //! into the three stages, and the first (cold) run of the process, which also
-//! initialises LLVM's targets.
+//! initialises LLVM's targets. `generic_push` is one generic kernel built for 8 element
+//! types (8 instances in its unit).
 //!
 //! `cargo bench -p iris-device --features compiler --bench compile_time`
 
-use iris_device::compiler::frontend::build_unit;
+use iris_device::compiler::frontend::{build_unit_from, InstanceList, SourceFn};
 use iris_device::compiler::kernel_ir::Unit;
 use iris_device::compiler::{code_object, llvm, Target, ALL_TARGETS};
 use std::time::{Duration, Instant};
@@ -88,6 +89,25 @@ pub fn reduce_shared(input: *const f32, out: *mut f32, n: u64) {
 }
 "#,
     ),
+    (
+        "generic_push",
+        r#"
+#[instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2))]
+pub fn push<T: Element, const L: usize>(input: *const T, out: Symmetric<T>, n: u64, me: u32, world: u32) {
+    let stride = (grid_dim_x() * block_dim_x()) as u64;
+    let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+    let src = input.cast::<[T; L]>();
+    let dst = out.cast::<[T; L]>();
+    while i < n / L as u64 {
+        let v = unsafe { *src.add(i as usize) };
+        for k in 0..world {
+            iris::store(dst.add((me as u64 * n / L as u64 + i) as usize), v, (me + k) % world);
+        }
+        i += stride;
+    }
+}
+"#,
+    ),
 ];
 
 fn unit(name: &str, src: &str) -> Unit {
@@ -95,15 +115,28 @@ fn unit(name: &str, src: &str) -> Unit {
         Ok(f) => f,
         Err(e) => panic!("{name}: {e}"),
     };
-    let items: Vec<(syn::ItemFn, bool)> = file
+    // Every `fn` is a kernel; `#[instances(..)]` lists a generic kernel's instances.
+    let items: Vec<SourceFn> = file
         .items
         .into_iter()
         .filter_map(|i| match i {
-            syn::Item::Fn(f) => Some((f, true)),
+            syn::Item::Fn(mut f) => {
+                let list = f
+                    .attrs
+                    .iter()
+                    .position(|a| a.path().is_ident("instances"))
+                    .map(|pos| match f.attrs.remove(pos).meta {
+                        syn::Meta::List(l) => InstanceList::parse(l.tokens).expect("instances"),
+                        _ => panic!("{name}: #[instances(..)] takes a list"),
+                    });
+                let mut source = SourceFn::new(f, true);
+                source.instances = list;
+                Some(source)
+            }
             _ => None,
         })
         .collect();
-    build_unit(name, &items).unwrap_or_else(|e| {
+    build_unit_from(name, &items).unwrap_or_else(|e| {
         panic!(
             "{name}: {}",
             e.iter()
@@ -190,7 +223,8 @@ fn main() {
             let runs: Vec<[Duration; 3]> = (0..RUNS).map(|_| compile_once(unit, target)).collect();
             let stage = |k: usize| median(runs.iter().map(|r| ms(r[k])).collect());
             let total = median(runs.iter().map(|r| ms(r[0] + r[1] + r[2])).collect());
-            worst = worst.max(total);
+            let kernels = unit.functions.iter().filter(|f| f.is_kernel).count().max(1);
+            worst = worst.max(total / kernels as f64);
             row.push_str(&format!(
                 " | {:>6.1} ({:.2}/{:>4.1}/{:>4.1})",
                 total,
@@ -201,7 +235,9 @@ fn main() {
         }
         println!("{row}");
     }
-    println!("\nslowest kernel/target median: {worst:.1} ms (goal: under 50 ms)");
+    println!(
+        "\nslowest kernel/target median, per kernel of its unit: {worst:.1} ms (goal: under 50 ms)"
+    );
     // A whole unit for every target: one after the other, and with LLVM and the linker of
     // each target in its own thread (lowering stays serial: the IR's spans are not `Sync`).
     for unit in &units {
@@ -217,8 +253,9 @@ fn main() {
                 .collect(),
         );
         let parallel = median((0..RUNS).map(|_| ms(compile_parallel(unit))).collect());
+        let kernels = unit.functions.iter().filter(|f| f.is_kernel).count();
         println!(
-            "{:<16} all {} targets: {serial:.1} ms one after the other, {parallel:.1} ms with a thread per target",
+            "{:<16} all {} targets, {kernels} kernel(s): {serial:.1} ms one after the other, {parallel:.1} ms with a thread per target",
             unit.name,
             ALL_TARGETS.len()
         );

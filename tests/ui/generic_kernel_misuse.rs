@@ -24,4 +24,12 @@ pub fn flags(x: *mut [bool; 4]) {
     let _ = x;
 }
 
+
+
+// A register array index must be known once loops are unrolled.
+#[iris::kernel]
+pub fn runtime_index(x: *mut f32, k: u32) {
+    let a = [1.0f32; 4];
+    unsafe { *x = a[k as usize] };
+}
 fn main() {}

@@ -1,5 +1,7 @@
-//! Finding and running `ld.lld`, with temporary files that clean up after themselves.
+//! Linking with `ld.lld` (in this process, or the command), with temporary files that
+//! clean up after themselves.
 
+use super::lld_library::Outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,19 +68,50 @@ impl Drop for TempFile {
     }
 }
 
-/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments.
+/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments: in
+/// this process (lld as a library), or with the `ld.lld` command when `IRIS_LLD` names one
+/// or lld cannot run in this process.
 pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, String> {
-    let lld = find_lld()?;
+    let command = std::env::var_os("IRIS_LLD").is_some_and(|p| !p.is_empty());
+    link_shared_by(object, extra, command)
+}
+
+/// [`link_shared`] in this process, or with the `ld.lld` command when `command` (or when
+/// lld cannot run in this process).
+fn link_shared_by(object: &[u8], extra: &[&str], command: bool) -> Result<Vec<u8>, String> {
     let input = TempFile::new("o");
     let output = TempFile::new("so");
     std::fs::write(&input.0, object)
         .map_err(|e| format!("cannot write {}: {e}", input.0.display()))?;
+    let mut args: Vec<String> = vec!["-shared".into()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.push("-o".into());
+    args.push(output.0.display().to_string());
+    args.push(input.0.display().to_string());
+    if !command {
+        match super::lld_library::link(&args) {
+            Outcome::Linked => return read_output(&output),
+            Outcome::Failed(messages) => {
+                return Err(format!(
+                    "ld.lld -shared failed (lld in this process): {messages}"
+                ))
+            }
+            Outcome::Unavailable => {}
+        }
+    }
+    run_command(&args)?;
+    read_output(&output)
+}
+
+fn read_output(output: &TempFile) -> Result<Vec<u8>, String> {
+    std::fs::read(&output.0).map_err(|e| format!("cannot read {}: {e}", output.0.display()))
+}
+
+/// Runs the `ld.lld` command [`find_lld`] finds with `args`.
+fn run_command(args: &[String]) -> Result<(), String> {
+    let lld = find_lld()?;
     let out = Command::new(&lld)
-        .arg("-shared")
-        .args(extra)
-        .arg("-o")
-        .arg(&output.0)
-        .arg(&input.0)
+        .args(args)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", lld.display()))?;
     if !out.status.success() {
@@ -89,7 +122,7 @@ pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, Stri
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    std::fs::read(&output.0).map_err(|e| format!("cannot read {}: {e}", output.0.display()))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -103,6 +136,46 @@ mod tests {
         // Unset or empty: the usual places (lld-22 is installed where tests run).
         assert!(find_lld_with(None).is_ok());
         assert!(find_lld_with(Some("".into())).is_ok());
+    }
+
+    /// An object for `target` from textual LLVM IR.
+    fn object(target: crate::compiler::Target, ir: &str) -> Vec<u8> {
+        crate::compiler::llvm::codegen(ir, target, "lld_test", None).expect("codegen")
+    }
+
+    #[test]
+    fn in_process_and_command_links_give_the_same_code_object() {
+        use crate::compiler::Target;
+        let amd = object(
+            Target::Gfx942,
+            "target triple = \"amdgcn-amd-amdhsa\"\ndefine amdgpu_kernel void @k(ptr addrspace(1) %p) {\n  store i32 7, ptr addrspace(1) %p\n  ret void\n}\n",
+        );
+        let cpu = object(
+            Target::Cpu,
+            "define void @k(ptr %p) {\n  store i32 7, ptr %p\n  ret void\n}\n",
+        );
+        for (obj, extra) in [(&amd, &[][..]), (&cpu, &["--no-undefined"][..])] {
+            let here = link_shared_by(obj, extra, false).expect("in process");
+            let there = link_shared_by(obj, extra, true).expect("command");
+            assert!(here.starts_with(b"\x7fELF"));
+            assert_eq!(here, there, "lld in process and `ld.lld` differ");
+        }
+    }
+
+    #[test]
+    fn an_in_process_link_error_is_reported_and_the_next_link_works() {
+        use crate::compiler::Target;
+        let needs = object(
+            Target::Cpu,
+            "declare void @missing()\ndefine void @k() {\n  call void @missing()\n  ret void\n}\n",
+        );
+        let err = link_shared_by(&needs, &["--no-undefined"], false).unwrap_err();
+        assert!(
+            err.contains("undefined symbol") && err.contains("missing"),
+            "{err}"
+        );
+        let fine = object(Target::Cpu, "define void @k() {\n  ret void\n}\n");
+        assert!(link_shared_by(&fine, &["--no-undefined"], false).is_ok());
     }
 
     #[test]
