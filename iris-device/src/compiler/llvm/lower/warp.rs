@@ -102,7 +102,7 @@ impl FnBuilder<'_> {
         self.shuffle_value(kind, &v, &value.ty, &l)
     }
 
-    fn shuffle_value(
+    pub(super) fn shuffle_value(
         &mut self,
         kind: ShuffleKind,
         v: &str,
@@ -120,12 +120,14 @@ impl FnBuilder<'_> {
                     ShuffleKind::Down => ("down", 31),
                     ShuffleKind::Up => ("up", 0),
                 };
-                // `shfl.sync.idx` reads lane `k % 32`; the language's rule is the caller's
-                // own lane for `k >= 32` (the other three modes already follow it).
+                // `shfl.sync` reads only the low 5 bits of its lane or offset (`k % 32`); the
+                // language's rule is the caller's own lane when the source is outside the
+                // warp: the index becomes the own lane, an offset or mask becomes 0.
+                let (_, valid) = self.shuffle_source(kind, arg)?;
                 let arg = if kind == ShuffleKind::Index {
                     self.source_lane(kind, arg)?
                 } else {
-                    arg.to_string()
+                    self.def(&format!("select i1 {valid}, i32 {arg}, i32 0"))
                 };
                 let f = format!("llvm.nvvm.shfl.sync.{name}.i32");
                 self.m.declare(&f, "i32", "i32, i32, i32, i32");
@@ -161,8 +163,15 @@ impl FnBuilder<'_> {
     /// The lane a shuffle reads, or the caller's own lane when that is outside the warp.
     fn source_lane(&mut self, kind: ShuffleKind, arg: &str) -> Result<String, String> {
         let lane = self.lane_id()?;
+        let (src, valid) = self.shuffle_source(kind, arg)?;
+        Ok(self.def(&format!("select i1 {valid}, i32 {src}, i32 {lane}")))
+    }
+
+    /// The lane a shuffle names, and whether it is inside the warp.
+    fn shuffle_source(&mut self, kind: ShuffleKind, arg: &str) -> Result<(String, String), String> {
+        let lane = self.lane_id()?;
         let lanes = self.warp_lanes();
-        let (src, valid) = match kind {
+        Ok(match kind {
             ShuffleKind::Index => {
                 let valid = self.def(&format!("icmp ult i32 {arg}, {lanes}"));
                 (arg.to_string(), valid)
@@ -183,8 +192,7 @@ impl FnBuilder<'_> {
                 let valid = self.def(&format!("icmp ule i32 {arg}, {lane}"));
                 (src, valid)
             }
-        };
-        Ok(self.def(&format!("select i1 {valid}, i32 {src}, i32 {lane}")))
+        })
     }
 
     /// `ballot`, `any`, `all`.
