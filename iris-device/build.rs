@@ -2,8 +2,6 @@
 //! library (src/compiler/code_object/lld_library.cpp) and links lld's static libraries
 //! (Debian's `liblld-22-dev`) from the LLVM that llvm-sys uses. Without it: nothing.
 
-use std::path::PathBuf;
-
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
@@ -55,15 +53,15 @@ fn build_lld_shim() {
 /// The LLVM 22 llvm-sys builds against: `LLVM_SYS_221_PREFIX` (the workspace sets it to
 /// /usr/lib/llvm-22), else `llvm-config-22 --prefix`, else /usr/lib/llvm-22.
 #[cfg(feature = "compiler")]
-fn llvm_prefix() -> PathBuf {
+fn llvm_prefix() -> std::path::PathBuf {
     if let Some(p) = std::env::var_os("LLVM_SYS_221_PREFIX").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+        return std::path::PathBuf::from(p);
     }
     std::process::Command::new("llvm-config-22")
         .arg("--prefix")
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .unwrap_or_else(|| PathBuf::from("/usr/lib/llvm-22"))
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_else(|| std::path::PathBuf::from("/usr/lib/llvm-22"))
 }

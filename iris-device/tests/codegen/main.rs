@@ -9,6 +9,7 @@ mod cpu_run;
 mod everywhere;
 mod hoisting;
 mod kernels;
+mod matrix;
 mod peer_checks;
 mod semantics;
 mod smoke;

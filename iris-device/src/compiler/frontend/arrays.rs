@@ -73,12 +73,12 @@ impl FnBuilder<'_> {
     fn element_type(&mut self, e: &Expr, span: Span) -> Result<Type, CompileError> {
         let t = self.infer.shallow(&e.ty);
         match &t {
-            Type::Scalar(_) | Type::Vector(_) | Type::Array { .. } => Ok(t),
+            Type::Scalar(_) | Type::Vector(_) | Type::Array { .. } | Type::Fragment(_) => Ok(t),
             Type::IntVar(_) | Type::FloatVar(_) => Ok(e.ty.clone()),
             other => Err(CompileError::new(
                 span,
                 format!(
-                    "arrays hold scalars, vectors or arrays, not `{}`",
+                    "arrays hold scalars, vectors, matrix fragments or arrays, not `{}`",
                     self.infer.describe(other)
                 ),
             )),

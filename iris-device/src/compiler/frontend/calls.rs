@@ -385,6 +385,10 @@ impl FnBuilder<'_> {
                 return Ok(self.expr(ExprKind::Intrinsic(id(d, which)), u32t, span));
             }
         }
+        if super::matrix::MATRIX_FUNCTIONS.contains(&name) {
+            let args = self.args(c)?;
+            return self.matrix_call(name, args, span);
+        }
         if super::warp::WARP_FUNCTIONS.contains(&name) {
             let args = self.args(c)?;
             return self.warp_call(name, args, span);
@@ -800,7 +804,7 @@ fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
     CompileError::new(
         span,
         format!(
-            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, global_timer_ns, clock64, nanosleep, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*, lane_id, warp_size, warp_id, shfl, shfl_xor, shfl_down, shfl_up, ballot, any, all, warp_sync, warp_reduce_add/min/max, widen, narrow, min, max"
+            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has load, store, get, put, copy, atomic_add/sub/and/or/xor/min/max/xchg/cas, atomic_load, atomic_store, fence, sync_threads, shared_array, global_timer_ns, clock64, nanosleep, thread_idx_*, block_idx_*, block_dim_*, grid_dim_*, lane_id, warp_size, warp_id, shfl, shfl_xor, shfl_down, shfl_up, ballot, any, all, warp_sync, warp_reduce_add/min/max, mma_load_a, mma_load_b, mma_zero, mma, mma_store, mma_store_peer, widen, narrow, min, max"
         ),
     )
 }

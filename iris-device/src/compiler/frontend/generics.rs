@@ -29,6 +29,8 @@ pub enum Bound {
     AtomicValue,
     /// `T: AtomicBits`: the 32/64-bit integers.
     AtomicBits,
+    /// `T: MmaElement`: what the matrix units multiply, `bf16` and `f16`.
+    MmaElement,
 }
 
 impl Bound {
@@ -38,6 +40,7 @@ impl Bound {
             "DeviceValue" => Bound::DeviceValue,
             "AtomicValue" => Bound::AtomicValue,
             "AtomicBits" => Bound::AtomicBits,
+            "MmaElement" => Bound::MmaElement,
             _ => return None,
         })
     }
@@ -51,6 +54,7 @@ impl Bound {
             }
             Bound::AtomicValue => &[I32, I64, U32, U64, F32, F64],
             Bound::AtomicBits => &[I32, I64, U32, U64],
+            Bound::MmaElement => &[BF16, F16],
         };
         let mut types: Vec<Type> = scalars.iter().map(|s| Type::Scalar(*s)).collect();
         if self == Bound::DeviceValue {
@@ -72,6 +76,7 @@ impl Bound {
             Bound::DeviceValue => "DeviceValue",
             Bound::AtomicValue => "AtomicValue",
             Bound::AtomicBits => "AtomicBits",
+            Bound::MmaElement => "MmaElement",
         }
     }
 }
@@ -153,7 +158,7 @@ pub fn generic_params(sig: &syn::Signature) -> Result<Vec<GenericParam>, Compile
 }
 
 fn type_bound(t: &syn::TypeParam) -> Result<Bound, CompileError> {
-    let usage = "a type parameter of a kernel has one bound: `Element` (the numeric types), `DeviceValue`, `AtomicValue` or `AtomicBits`";
+    let usage = "a type parameter of a kernel has one bound: `Element` (the numeric types), `DeviceValue`, `AtomicValue`, `AtomicBits` or `MmaElement` (bf16, f16)";
     let mut found = None;
     for b in &t.bounds {
         let syn::TypeParamBound::Trait(tb) = b else {

@@ -13,6 +13,7 @@ mod element;
 mod expr;
 pub mod generics;
 mod infer;
+mod matrix;
 mod methods;
 mod registry;
 mod resolve;

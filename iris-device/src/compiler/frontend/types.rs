@@ -1,6 +1,6 @@
 //! Rust type syntax -> kernel IR types.
 
-use super::super::kernel_ir::{Scalar, Type, Vector};
+use super::super::kernel_ir::{Fragment, FragmentRole, Scalar, Type, Vector};
 use super::super::CompileError;
 use syn::spanned::Spanned;
 
@@ -68,6 +68,35 @@ fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
             ));
         }
         return Ok(Type::Symmetric(Box::new(elem)));
+    }
+    if name == "MmaAcc" {
+        return Ok(Type::Fragment(Fragment {
+            role: FragmentRole::Acc,
+            elem: Scalar::F32,
+        }));
+    }
+    if name == "MmaA" || name == "MmaB" {
+        let arg = single_type_argument(&last.arguments).ok_or_else(|| {
+            CompileError::new(
+                last.span(),
+                format!("`{name}` takes its element type: `{name}<bf16>`"),
+            )
+        })?;
+        let elem = match parse_type(arg)? {
+            Type::Scalar(s @ (Scalar::BF16 | Scalar::F16)) => s,
+            other => {
+                return Err(CompileError::new(
+                    arg.span(),
+                    format!("the matrix units multiply `bf16` or `f16`, not `{other}`"),
+                ))
+            }
+        };
+        let role = if name == "MmaA" {
+            FragmentRole::A
+        } else {
+            FragmentRole::B
+        };
+        return Ok(Type::Fragment(Fragment { role, elem }));
     }
     if name == "Acc" && tp.path.segments.len() == 1 {
         let arg = single_type_argument(&last.arguments).ok_or_else(|| {

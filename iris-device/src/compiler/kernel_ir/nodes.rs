@@ -1,6 +1,6 @@
 //! Functions, statements and expressions.
 
-use super::{GenericArg, Type};
+use super::{FragmentRole, GenericArg, Scalar, Type};
 use proc_macro2::Span;
 
 /// Index of a local variable (parameters first) in [`Function::locals`].
@@ -690,6 +690,42 @@ pub enum Intrinsic {
     },
     /// `warp_sync()`.
     WarpSync,
+    /// `mma_load_a(tile, ld)` / `mma_load_b(tile, ld)` -> this lane's share of the tile.
+    MmaLoad {
+        /// Which tile (A or B).
+        role: FragmentRole,
+        /// The element type (`bf16` or `f16`).
+        elem: Scalar,
+        /// The tile's first element (a raw pointer).
+        tile: Operand,
+        /// Elements between rows, a `u32`.
+        ld: Operand,
+    },
+    /// `mma_zero()` -> an accumulator of zeros.
+    MmaZero,
+    /// `mma(a, b, acc)` -> `acc + a * b`.
+    Mma {
+        /// The element type of `a` and `b`.
+        elem: Scalar,
+        /// The A fragment.
+        a: Operand,
+        /// The B fragment.
+        b: Operand,
+        /// The accumulator.
+        acc: Operand,
+    },
+    /// `mma_store(tile, ld, acc)`, or `mma_store_peer(tile, ld, acc, peer)` when `peer` is
+    /// given (then `tile` is a `Symmetric<f32>`).
+    MmaStore {
+        /// The tile's first element.
+        tile: Operand,
+        /// Elements between rows, a `u32`.
+        ld: Operand,
+        /// The accumulator.
+        acc: Operand,
+        /// Whose copy, for `mma_store_peer`.
+        peer: Option<Operand>,
+    },
     /// `warp_reduce_*(value)` -> the reduction over the warp, in every lane.
     WarpReduce {
         /// Which reduction.
@@ -751,7 +787,8 @@ impl Intrinsic {
             | LaneId
             | WarpSize
             | WarpId
-            | WarpSync => vec![],
+            | WarpSync
+            | MmaZero => vec![],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -785,6 +822,18 @@ impl Intrinsic {
             Shuffle { value, lane, .. } => vec![value, lane],
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],
+            MmaLoad { tile, ld, .. } => vec![tile, ld],
+            Mma { a, b, acc, .. } => vec![a, b, acc],
+            MmaStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => {
+                let mut v: Vec<&Expr> = vec![tile, ld, acc];
+                v.extend(peer.as_deref());
+                v
+            }
         }
     }
 
@@ -804,7 +853,8 @@ impl Intrinsic {
             | LaneId
             | WarpSize
             | WarpId
-            | WarpSync => vec![],
+            | WarpSync
+            | MmaZero => vec![],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -838,6 +888,18 @@ impl Intrinsic {
             Shuffle { value, lane, .. } => vec![value, lane],
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],
+            MmaLoad { tile, ld, .. } => vec![tile, ld],
+            Mma { a, b, acc, .. } => vec![a, b, acc],
+            MmaStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => {
+                let mut v: Vec<&mut Expr> = vec![tile, ld, acc];
+                v.extend(peer.as_deref_mut());
+                v
+            }
         }
     }
 }

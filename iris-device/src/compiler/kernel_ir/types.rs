@@ -139,6 +139,37 @@ impl Vector {
     }
 }
 
+/// Which tile of a matrix product a fragment holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FragmentRole {
+    /// `MmaA<T>`: the left operand.
+    A,
+    /// `MmaB<T>`: the right operand.
+    B,
+    /// `MmaAcc`: the `f32` accumulator.
+    Acc,
+}
+
+/// A warp's 16 x 16 tile spread over its lanes (`MmaA<T>`, `MmaB<T>`, `MmaAcc`): how many
+/// elements a lane holds depends on the target, so the type is opaque to kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fragment {
+    /// Which tile.
+    pub role: FragmentRole,
+    /// The element type: `bf16` or `f16` for A and B, `f32` for the accumulator.
+    pub elem: Scalar,
+}
+
+impl fmt::Display for Fragment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.role {
+            FragmentRole::A => write!(f, "MmaA<{}>", self.elem.name()),
+            FragmentRole::B => write!(f, "MmaB<{}>", self.elem.name()),
+            FragmentRole::Acc => write!(f, "MmaAcc"),
+        }
+    }
+}
+
 /// A type of the kernel language.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
@@ -167,6 +198,8 @@ pub enum Type {
         /// The number of elements.
         len: u64,
     },
+    /// A matrix fragment (registers only).
+    Fragment(Fragment),
     /// An integer literal whose type is not yet known (inference variable).
     IntVar(u32),
     /// A float literal whose type is not yet known (inference variable).
@@ -208,6 +241,8 @@ impl Type {
         match self {
             Type::Vector(_) => Some(16),
             Type::Symmetric(_) => Some(8),
+            // Registers only; a local fragment's stack slot is promoted to registers.
+            Type::Fragment(_) => Some(4),
             // An array of 2, 4, 8 or 16 bytes moves through memory as one vector access,
             // so it is aligned to its size; a larger one to its element's alignment.
             Type::Array { .. } => match self.size() {
@@ -233,6 +268,7 @@ impl fmt::Display for Type {
             }
             Type::Symmetric(t) => write!(f, "Symmetric<{t}>"),
             Type::Array { elem, len } => write!(f, "[{elem}; {len}]"),
+            Type::Fragment(frag) => write!(f, "{frag}"),
             Type::IntVar(_) => write!(f, "{{integer}}"),
             Type::FloatVar(_) => write!(f, "{{float}}"),
             Type::Never => write!(f, "!"),

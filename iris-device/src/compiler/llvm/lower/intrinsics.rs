@@ -102,6 +102,20 @@ impl FnBuilder<'_> {
                 Ok(String::new())
             }
             WarpReduce { op, value } => self.warp_reduce(*op, value),
+            MmaLoad {
+                role,
+                elem,
+                tile,
+                ld,
+            } => self.mma_load(*role, *elem, tile, ld),
+            MmaZero => Ok(self.mma_zero()),
+            Mma { elem, a, b, acc } => self.mma(*elem, a, b, acc),
+            MmaStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => self.mma_store(tile, ld, acc, peer.as_deref()),
         }
     }
 

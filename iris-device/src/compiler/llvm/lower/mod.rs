@@ -29,6 +29,7 @@ mod fmod;
 mod function;
 mod helpers;
 mod intrinsics;
+mod matrix;
 mod memory;
 mod module;
 mod nvptx;

@@ -69,6 +69,11 @@ pub(super) fn reg_ty(ty: &Type, arch: Arch) -> Result<String, String> {
         Type::Ptr { .. } => "ptr".to_string(),
         Type::Symmetric(_) => sym_ty(arch),
         Type::Array { elem, len } => format!("[{len} x {}]", reg_ty(elem, arch)?),
+        Type::Fragment(f) => format!(
+            "[{} x {}]",
+            super::matrix::fragment_len(arch.kind()),
+            scalar_ty(f.elem)
+        ),
         Type::IntVar(_) | Type::FloatVar(_) => {
             return Err(format!(
                 "type `{ty}` reached code generation unresolved (a type-checking bug)"

@@ -1,0 +1,152 @@
+//! Matrix-unit operations: `mma_load_a`, `mma_load_b`, `mma_zero`, `mma`, `mma_store`,
+//! `mma_store_peer` (see the prelude's `matrix` module).
+
+use super::super::kernel_ir::{Expr, ExprKind, Fragment, FragmentRole, Intrinsic, Scalar, Type};
+use super::super::CompileError;
+use super::builder::FnBuilder;
+use proc_macro2::Span;
+
+/// The names this file handles.
+pub const MATRIX_FUNCTIONS: &[&str] = &[
+    "mma_load_a",
+    "mma_load_b",
+    "mma_zero",
+    "mma",
+    "mma_store",
+    "mma_store_peer",
+];
+
+impl FnBuilder<'_> {
+    /// A matrix operation `name(args)` (one of [`MATRIX_FUNCTIONS`]).
+    pub fn matrix_call(
+        &mut self,
+        name: &str,
+        args: Vec<Expr>,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        let want = match name {
+            "mma_zero" => 0,
+            "mma_load_a" | "mma_load_b" => 2,
+            "mma" | "mma_store" => 3,
+            _ => 4,
+        };
+        if args.len() != want {
+            return Err(CompileError::new(
+                span,
+                format!("`{name}` takes {want} argument(s), {} given", args.len()),
+            ));
+        }
+        let u32t = Type::Scalar(Scalar::U32);
+        let acc_ty = Type::Fragment(Fragment {
+            role: FragmentRole::Acc,
+            elem: Scalar::F32,
+        });
+        let mut args = args.into_iter().map(Box::new);
+        let mut next = || {
+            args.next()
+                .ok_or_else(|| CompileError::new(span, "missing argument"))
+        };
+        let (op, ty) = match name {
+            "mma_load_a" | "mma_load_b" => {
+                let tile = next()?;
+                let ld = next()?;
+                self.expect(&ld, &u32t)?;
+                let elem = match self.infer.shallow(&tile.ty) {
+                    Type::Ptr { pointee, .. } => match *pointee {
+                        Type::Scalar(s @ (Scalar::BF16 | Scalar::F16)) => s,
+                        other => return Err(not_mma_element(tile.span, &other)),
+                    },
+                    other => {
+                        return Err(CompileError::new(
+                            tile.span,
+                            format!(
+                                "`{name}` loads through a raw pointer to `bf16` or `f16`, not `{}`",
+                                self.infer.describe(&other)
+                            ),
+                        ))
+                    }
+                };
+                let role = if name == "mma_load_a" {
+                    FragmentRole::A
+                } else {
+                    FragmentRole::B
+                };
+                (
+                    Intrinsic::MmaLoad {
+                        role,
+                        elem,
+                        tile,
+                        ld,
+                    },
+                    Type::Fragment(Fragment { role, elem }),
+                )
+            }
+            "mma_zero" => (Intrinsic::MmaZero, acc_ty),
+            "mma" => {
+                let (a, b, acc) = (next()?, next()?, next()?);
+                let elem = match self.infer.shallow(&a.ty) {
+                    Type::Fragment(Fragment {
+                        role: FragmentRole::A,
+                        elem,
+                    }) => elem,
+                    other => return Err(wrong_fragment(a.span, "an `MmaA<T>`", &other)),
+                };
+                let want_b = Type::Fragment(Fragment {
+                    role: FragmentRole::B,
+                    elem,
+                });
+                if self.infer.shallow(&b.ty) != want_b {
+                    return Err(wrong_fragment(
+                        b.span,
+                        &format!("`{want_b}` (the element type of `a`)"),
+                        &self.infer.shallow(&b.ty),
+                    ));
+                }
+                self.expect(&acc, &acc_ty)?;
+                self.uses_warp = true;
+                (Intrinsic::Mma { elem, a, b, acc }, acc_ty)
+            }
+            _ => {
+                let (tile, ld, acc) = (next()?, next()?, next()?);
+                let peer = if name == "mma_store_peer" {
+                    let peer = next()?;
+                    self.expect(&peer, &u32t)?;
+                    self.expect(&tile, &Type::Symmetric(Box::new(Type::Scalar(Scalar::F32))))?;
+                    Some(peer)
+                } else {
+                    self.expect(
+                        &tile,
+                        &Type::Ptr {
+                            pointee: Box::new(Type::Scalar(Scalar::F32)),
+                            mutable: true,
+                        },
+                    )?;
+                    None
+                };
+                self.expect(&ld, &u32t)?;
+                self.expect(&acc, &acc_ty)?;
+                (
+                    Intrinsic::MmaStore {
+                        tile,
+                        ld,
+                        acc,
+                        peer,
+                    },
+                    Type::Unit,
+                )
+            }
+        };
+        Ok(self.expr(ExprKind::Intrinsic(op), ty, span))
+    }
+}
+
+fn not_mma_element(span: Span, ty: &Type) -> CompileError {
+    CompileError::new(
+        span,
+        format!("the matrix units multiply `bf16` or `f16` tiles, not `{ty}`"),
+    )
+}
+
+fn wrong_fragment(span: Span, want: &str, got: &Type) -> CompileError {
+    CompileError::new(span, format!("`mma` wants {want} here, not `{got}`"))
+}

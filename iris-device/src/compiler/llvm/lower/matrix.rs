@@ -1,0 +1,332 @@
+//! Matrix units: a warp's 16 x 16 x 16 tile product on each target.
+//!
+//! Fragments are register arrays whose layout is the target's own, so loads and stores
+//! put each element where the matrix instruction expects it:
+//! - NVIDIA (warp 32; `g = lane / 4`, `t = lane % 4`): the operand layouts of
+//!   `mma.sync.aligned.m16n8k16` (PTX ISA, "Matrix fragments for mma.m16n8k16"). A: 8
+//!   elements, row `g (+8)`, column `2t + (0|1) (+8)`; B: 8 elements, two 16 x 8 halves, row
+//!   `2t + (0|1) (+8)`, column `g (+8 for the second half)`; the accumulator: 8 `f32`, row
+//!   `g (+8)`, column `2t + (0|1) (+8 for the second half)`. One `mma` is two
+//!   `mma.sync.m16n8k16` (one per half of B and C).
+//! - AMD (wave64; `r = lane % 16`, `q = lane / 16`): `v_mfma_f32_16x16x16{bf16_1k,f16}`. A: 4
+//!   elements, row `r`, column `4q + i`; B: row `4q + i`, column `r`; the accumulator: row
+//!   `4q + i`, column `r`.
+//! - CPU (warp 32): NVIDIA's layout, and `mma` computed exactly in `f32`: each lane reads
+//!   the A and B elements its outputs need from the lanes holding them, one shuffle per
+//!   element per `k` (in order `k = 0..16`).
+
+use super::super::super::kernel_ir::{Expr, FragmentRole, Scalar, ShuffleKind, Type};
+use super::builder::FnBuilder;
+use super::types;
+use crate::abi::TargetKind;
+
+/// Elements a lane holds of a fragment on a target kind.
+pub(super) fn fragment_len(kind: TargetKind) -> u32 {
+    match kind {
+        TargetKind::Amdgpu => 4,
+        TargetKind::Nvptx | TargetKind::Cpu => 8,
+    }
+}
+
+/// Where a lane's fragment elements sit in the tile: `(row_base + dr, col_base + dc)`.
+struct Layout {
+    row_base: String,
+    col_base: String,
+    offsets: Vec<(u32, u32)>,
+}
+
+impl FnBuilder<'_> {
+    fn layout(&mut self, role: FragmentRole) -> Result<Layout, String> {
+        let lane = self.lane_id()?;
+        Ok(match self.arch().kind() {
+            TargetKind::Amdgpu => {
+                let r = self.def(&format!("and i32 {lane}, 15"));
+                let q = self.def(&format!("lshr i32 {lane}, 4"));
+                let q4 = self.def(&format!("shl i32 {q}, 2"));
+                let (row_base, col_base, offsets) = match role {
+                    FragmentRole::A => (r, q4, (0..4).map(|i| (0, i)).collect()),
+                    FragmentRole::B | FragmentRole::Acc => {
+                        (q4, r, (0..4).map(|i| (i, 0)).collect())
+                    }
+                };
+                Layout {
+                    row_base,
+                    col_base,
+                    offsets,
+                }
+            }
+            TargetKind::Nvptx | TargetKind::Cpu => {
+                let g = self.def(&format!("lshr i32 {lane}, 2"));
+                let t = self.def(&format!("and i32 {lane}, 3"));
+                let t2 = self.def(&format!("shl i32 {t}, 1"));
+                match role {
+                    FragmentRole::A => Layout {
+                        row_base: g,
+                        col_base: t2,
+                        offsets: (0..8u32)
+                            .map(|i| (8 * ((i >> 1) & 1), (i & 1) + 8 * (i >> 2)))
+                            .collect(),
+                    },
+                    FragmentRole::B => Layout {
+                        row_base: t2,
+                        col_base: g,
+                        offsets: (0..8u32)
+                            .map(|j| {
+                                let (h, i) = (j >> 2, j & 3);
+                                ((i & 1) + 8 * (i >> 1), 8 * h)
+                            })
+                            .collect(),
+                    },
+                    FragmentRole::Acc => Layout {
+                        row_base: g,
+                        col_base: t2,
+                        offsets: (0..8u32)
+                            .map(|j| {
+                                let (h, i) = (j >> 2, j & 3);
+                                (8 * (i >> 1), 8 * h + (i & 1))
+                            })
+                            .collect(),
+                    },
+                }
+            }
+        })
+    }
+
+    /// `row * ld + col` as an `i64` element offset.
+    fn tile_offset(&mut self, layout: &Layout, (dr, dc): (u32, u32), ld: &str) -> String {
+        let row = self.def(&format!("add i32 {}, {dr}", layout.row_base));
+        let col = self.def(&format!("add i32 {}, {dc}", layout.col_base));
+        let row = self.def(&format!("zext i32 {row} to i64"));
+        let col = self.def(&format!("zext i32 {col} to i64"));
+        let ld = self.def(&format!("zext i32 {ld} to i64"));
+        let start = self.def(&format!("mul i64 {row}, {ld}"));
+        self.def(&format!("add i64 {start}, {col}"))
+    }
+
+    /// `mma_load_a` / `mma_load_b`: this lane's elements of the tile at `tile`.
+    pub fn mma_load(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        tile: &Expr,
+        ld: &Expr,
+    ) -> Result<String, String> {
+        let p = self.expr(tile)?;
+        let ld = self.expr(ld)?;
+        let layout = self.layout(role)?;
+        let et = types::scalar_ty(elem);
+        let n = layout.offsets.len();
+        let at = format!("[{n} x {et}]");
+        let mut acc = "poison".to_string();
+        for (i, &off) in layout.offsets.iter().enumerate() {
+            let o = self.tile_offset(&layout, off, &ld);
+            let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {o}"));
+            let v = self.def(&format!("load {et}, ptr {addr}, align 2"));
+            acc = self.def(&format!("insertvalue {at} {acc}, {et} {v}, {i}"));
+        }
+        Ok(acc)
+    }
+
+    /// `mma_zero()`.
+    pub fn mma_zero(&mut self) -> String {
+        "zeroinitializer".to_string()
+    }
+
+    /// `mma_store(tile, ld, acc)` and `mma_store_peer(tile, ld, acc, peer)`.
+    pub fn mma_store(
+        &mut self,
+        tile: &Expr,
+        ld: &Expr,
+        acc: &Expr,
+        peer: Option<&Expr>,
+    ) -> Result<String, String> {
+        let t = self.expr(tile)?;
+        let ld = self.expr(ld)?;
+        let c = self.expr(acc)?;
+        let (base, pty) = match peer {
+            Some(peer) => {
+                let p = self.expr(peer)?;
+                (self.translate(&t, &p)?, self.arch().gptr().to_string())
+            }
+            None => (t, "ptr".to_string()),
+        };
+        let layout = self.layout(FragmentRole::Acc)?;
+        let n = layout.offsets.len();
+        for (i, &off) in layout.offsets.iter().enumerate() {
+            let o = self.tile_offset(&layout, off, &ld);
+            let addr = self.def(&format!(
+                "getelementptr inbounds float, {pty} {base}, i64 {o}"
+            ));
+            let v = self.def(&format!("extractvalue [{n} x float] {c}, {i}"));
+            self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+        }
+        Ok(String::new())
+    }
+
+    /// `mma(a, b, acc)`.
+    pub fn mma(&mut self, elem: Scalar, a: &Expr, b: &Expr, acc: &Expr) -> Result<String, String> {
+        let a = self.expr(a)?;
+        let b = self.expr(b)?;
+        let c = self.expr(acc)?;
+        match self.arch().kind() {
+            TargetKind::Nvptx => self.mma_nvptx(elem, &a, &b, &c),
+            TargetKind::Amdgpu => self.mma_amdgpu(elem, &a, &b, &c),
+            TargetKind::Cpu => self.mma_cpu(elem, &a, &b, &c),
+        }
+    }
+
+    /// Two `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`: columns 0..8, then 8..16.
+    fn mma_nvptx(&mut self, elem: Scalar, a: &str, b: &str, c: &str) -> Result<String, String> {
+        let et = types::scalar_ty(elem);
+        let frag = format!("[8 x {et}]");
+        // Two elements per 32-bit register, the lower-indexed in the low half.
+        let pair = |b_: &mut Self, src: &str, i: u32, j: u32| -> String {
+            let x = b_.def(&format!("extractvalue {frag} {src}, {i}"));
+            let y = b_.def(&format!("extractvalue {frag} {src}, {j}"));
+            let v = b_.def(&format!("insertelement <2 x {et}> poison, {et} {x}, i32 0"));
+            let v = b_.def(&format!("insertelement <2 x {et}> {v}, {et} {y}, i32 1"));
+            if elem == Scalar::BF16 {
+                b_.def(&format!("bitcast <2 x {et}> {v} to i32"))
+            } else {
+                v
+            }
+        };
+        let (name, reg) = if elem == Scalar::BF16 {
+            ("llvm.nvvm.mma.m16n8k16.row.col.bf16", "i32".to_string())
+        } else {
+            (
+                "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                format!("<2 x {et}>"),
+            )
+        };
+        let ret = "{float, float, float, float}";
+        self.m.declare(
+            name,
+            ret,
+            &format!("{reg}, {reg}, {reg}, {reg}, {reg}, {reg}, float, float, float, float"),
+        );
+        let aregs: Vec<String> = (0..4).map(|j| pair(self, a, 2 * j, 2 * j + 1)).collect();
+        let mut out = "poison".to_string();
+        for h in 0..2u32 {
+            let b0 = pair(self, b, 4 * h, 4 * h + 1);
+            let b1 = pair(self, b, 4 * h + 2, 4 * h + 3);
+            let cs: Vec<String> = (0..4)
+                .map(|i| self.def(&format!("extractvalue [8 x float] {c}, {}", 4 * h + i)))
+                .collect();
+            let args = format!(
+                "{reg} {}, {reg} {}, {reg} {}, {reg} {}, {reg} {b0}, {reg} {b1}, float {}, float {}, float {}, float {}",
+                aregs[0], aregs[1], aregs[2], aregs[3], cs[0], cs[1], cs[2], cs[3]
+            );
+            let d = self.def(&format!("call {ret} @{name}({args})"));
+            for i in 0..4 {
+                let v = self.def(&format!("extractvalue {ret} {d}, {i}"));
+                out = self.def(&format!(
+                    "insertvalue [8 x float] {out}, float {v}, {}",
+                    4 * h + i
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `v_mfma_f32_16x16x16bf16_1k` / `v_mfma_f32_16x16x16f16`.
+    fn mma_amdgpu(&mut self, elem: Scalar, a: &str, b: &str, c: &str) -> Result<String, String> {
+        let et = types::scalar_ty(elem);
+        let to_vec = |s: &mut Self, src: &str, t: &str| -> String {
+            let mut v = "poison".to_string();
+            for i in 0..4 {
+                let x = s.def(&format!("extractvalue [4 x {t}] {src}, {i}"));
+                v = s.def(&format!("insertelement <4 x {t}> {v}, {t} {x}, i32 {i}"));
+            }
+            v
+        };
+        let (name, opty) = if elem == Scalar::BF16 {
+            ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", "<4 x i16>")
+        } else {
+            ("llvm.amdgcn.mfma.f32.16x16x16f16", "<4 x half>")
+        };
+        let mut av = to_vec(self, a, et);
+        let mut bv = to_vec(self, b, et);
+        if elem == Scalar::BF16 {
+            av = self.def(&format!("bitcast <4 x bfloat> {av} to <4 x i16>"));
+            bv = self.def(&format!("bitcast <4 x bfloat> {bv} to <4 x i16>"));
+        }
+        let cv = to_vec(self, c, "float");
+        self.m.declare(
+            name,
+            "<4 x float>",
+            &format!("{opty}, {opty}, <4 x float>, i32, i32, i32"),
+        );
+        let d = self.def(&format!(
+            "call <4 x float> @{name}({opty} {av}, {opty} {bv}, <4 x float> {cv}, i32 0, i32 0, i32 0)"
+        ));
+        let mut out = "poison".to_string();
+        for i in 0..4 {
+            let x = self.def(&format!("extractelement <4 x float> {d}, i32 {i}"));
+            out = self.def(&format!("insertvalue [4 x float] {out}, float {x}, {i}"));
+        }
+        Ok(out)
+    }
+
+    /// The product computed exactly in `f32` over the CPU's warp, in NVIDIA's layout.
+    fn mma_cpu(&mut self, elem: Scalar, a: &str, b: &str, c: &str) -> Result<String, String> {
+        let et = types::scalar_ty(elem);
+        let frag = format!("[8 x {et}]");
+        let f32t = Type::Scalar(Scalar::F32);
+        let lane = self.lane_id()?;
+        let g = self.def(&format!("lshr i32 {lane}, 2"));
+        let t = self.def(&format!("and i32 {lane}, 3"));
+        let g4 = self.def(&format!("shl i32 {g}, 2"));
+        let t2 = self.def(&format!("shl i32 {t}, 1"));
+        // Lanes holding column `2t + jj` of B (its `g` is that column): `4 * (2t + jj)`.
+        let bcol: Vec<String> = (0..2)
+            .map(|jj| {
+                let n = self.def(&format!("add i32 {t2}, {jj}"));
+                self.def(&format!("shl i32 {n}, 2"))
+            })
+            .collect();
+        let wide = |s: &mut Self, src: &str, i: u32| -> Result<String, String> {
+            let x = s.def(&format!("extractvalue {frag} {src}, {i}"));
+            s.scalar_cast(&x, elem, Scalar::F32)
+        };
+        let mut sums: Vec<String> = (0..8)
+            .map(|i| self.def(&format!("extractvalue [8 x float] {c}, {i}")))
+            .collect();
+        for k in 0..16u32 {
+            let tk = (k % 8) >> 1;
+            // A[g][k] and A[g + 8][k]: lane 4g + tk, elements (k & 1) + 4 (k >= 8) (+2).
+            let src_a = self.def(&format!("add i32 {g4}, {tk}"));
+            let slot_a = (k & 1) + 4 * u32::from(k >= 8);
+            let mut arow = Vec::new();
+            for extra in [0, 2] {
+                let mine = wide(self, a, slot_a + extra)?;
+                arow.push(self.shuffle_value(ShuffleKind::Index, &mine, &f32t, &src_a)?);
+            }
+            // B[k][8h + 2t + jj]: lane 4 (2t + jj) + tk, element 4h + (k & 1) + 2 (k >= 8).
+            let mut bval = [
+                [String::new(), String::new()],
+                [String::new(), String::new()],
+            ];
+            for (h, row) in bval.iter_mut().enumerate() {
+                let slot_b = 4 * h as u32 + (k & 1) + 2 * u32::from(k >= 8);
+                let mine = wide(self, b, slot_b)?;
+                for (jj, cell) in row.iter_mut().enumerate() {
+                    let src = self.def(&format!("add i32 {}, {tk}", bcol[jj]));
+                    *cell = self.shuffle_value(ShuffleKind::Index, &mine, &f32t, &src)?;
+                }
+            }
+            for (h, bh) in bval.iter().enumerate() {
+                for i in 0..4usize {
+                    let p = self.def(&format!("fmul float {}, {}", arow[i >> 1], bh[i & 1]));
+                    let j = 4 * h + i;
+                    sums[j] = self.def(&format!("fadd float {}, {p}", sums[j]));
+                }
+            }
+        }
+        let mut out = "poison".to_string();
+        for (i, s) in sums.iter().enumerate() {
+            out = self.def(&format!("insertvalue [8 x float] {out}, float {s}, {i}"));
+        }
+        Ok(out)
+    }
+}

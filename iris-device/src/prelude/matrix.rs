@@ -1,0 +1,97 @@
+//! Matrix units: a warp (NVIDIA) or wavefront (AMD) multiplies 16 x 16 tiles of `bf16` or
+//! `f16` into an `f32` accumulator, with the tensor cores / matrix cores of each target.
+//!
+//! | | NVIDIA (sm_80, sm_90) | AMD (gfx90a, gfx942, gfx950) | CPU backend |
+//! |---|---|---|---|
+//! | [`mma`] | 2 x `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}` | `v_mfma_f32_16x16x16{bf16_1k,f16}` | exact `f32` sums, lanes exchanged through the warp |
+//! | elements per lane (A, B, accumulator) | 8, 8, 8 | 4, 4, 4 | 8, 8, 8 |
+//!
+//! The tile shape is the same on every target: `C[16 x 16] += A[16 x 16] * B[16 x 16]`,
+//! [`MMA_M`] x [`MMA_N`] x [`MMA_K`]. Each lane holds its share of a tile in registers (a
+//! fragment); which elements a lane holds depends on the target, so fragments are opaque:
+//! they are loaded from memory ([`mma_load_a`], [`mma_load_b`]), combined ([`mma`]) and
+//! stored ([`mma_store`], [`mma_store_peer`]). Tiles are row-major with a leading dimension
+//! `ld` (elements between the starts of two rows), in global or block-shared memory.
+//!
+//! Every lane of a full warp must make the same matrix operations (as with the warp
+//! operations): launch blocks whose size is a multiple of [`warp_size`](super::warp_size)
+//! and call them outside branches that split a warp.
+
+use super::{device_only, Symmetric};
+use core::marker::PhantomData;
+
+/// Rows of A and C in a warp's tile.
+pub const MMA_M: u32 = 16;
+/// Columns of B and C in a warp's tile.
+pub const MMA_N: u32 = 16;
+/// Columns of A and rows of B in a warp's tile.
+pub const MMA_K: u32 = 16;
+
+/// The element types the matrix units multiply: `bf16` and `f16` (a kernel's `T:
+/// MmaElement` can use everything `Element` offers too).
+pub trait MmaElement: super::Element + sealed::Sealed {}
+impl MmaElement for half::bf16 {}
+impl MmaElement for half::f16 {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+}
+
+/// A warp's 16 x 16 tile of A (rows of the product), spread over its lanes.
+#[derive(Clone, Copy)]
+pub struct MmaA<T: MmaElement>(PhantomData<T>);
+
+/// A warp's 16 x 16 tile of B (columns of the product), spread over its lanes.
+#[derive(Clone, Copy)]
+pub struct MmaB<T: MmaElement>(PhantomData<T>);
+
+/// A warp's 16 x 16 `f32` accumulator tile, spread over its lanes.
+#[derive(Clone, Copy)]
+pub struct MmaAcc(());
+
+/// Loads the 16 x 16 tile of A whose first element is `*tile` (row-major, `ld` elements
+/// between rows).
+#[inline(always)]
+pub fn mma_load_a<T: MmaElement>(tile: *const T, ld: u32) -> MmaA<T> {
+    let _ = (tile, ld);
+    device_only("mma_load_a")
+}
+
+/// Loads the 16 x 16 tile of B whose first element is `*tile` (row-major, `ld` elements
+/// between rows).
+#[inline(always)]
+pub fn mma_load_b<T: MmaElement>(tile: *const T, ld: u32) -> MmaB<T> {
+    let _ = (tile, ld);
+    device_only("mma_load_b")
+}
+
+/// An accumulator of zeros.
+#[inline(always)]
+pub fn mma_zero() -> MmaAcc {
+    device_only("mma_zero")
+}
+
+/// `acc + a * b` on the matrix units.
+#[inline(always)]
+pub fn mma<T: MmaElement>(a: MmaA<T>, b: MmaB<T>, acc: MmaAcc) -> MmaAcc {
+    let _ = (a, b, acc);
+    device_only("mma")
+}
+
+/// Stores the accumulator into the 16 x 16 `f32` tile at `tile` (row-major, `ld` elements
+/// between rows).
+#[inline(always)]
+pub fn mma_store(tile: *mut f32, ld: u32, acc: MmaAcc) {
+    let _ = (tile, ld, acc);
+    device_only("mma_store")
+}
+
+/// Stores the accumulator into `peer`'s copy of the 16 x 16 `f32` tile at `tile`
+/// (row-major, `ld` elements between rows): a GEMM's output tile straight into a peer.
+#[inline(always)]
+pub fn mma_store_peer(tile: Symmetric<f32>, ld: u32, acc: MmaAcc, peer: u32) {
+    let _ = (tile, ld, acc, peer);
+    device_only("mma_store_peer")
+}

@@ -1,0 +1,243 @@
+//! Matrix units from the kernel language: a tiled GEMM with `mma` (a warp per 16 x 16 tile
+//! of C) for bf16 and f16, and GEMM + all-scatter (each rank computes its row block and
+//! stores every tile into every rank's C with `mma_store_peer`). Small-integer data keeps
+//! every product and sum exact in f32, so results are compared exactly with the host. Run
+//! on the CPU backend and any GPU present.
+
+mod common;
+
+use common::backends;
+use iris::prelude::*;
+use iris::{Buffer, World};
+
+#[iris::kernels]
+mod gemm {
+    use iris::prelude::*;
+
+    /// `C[m x n] = A[m x k] * B[k x n]`, row-major; warp `w` of the grid computes tile
+    /// `(w / (n / 16), w % (n / 16))` of C (warps past the last tile do nothing).
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn tiles<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, m: u32, n: u32, k: u32) {
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        let tiles_n = n / 16;
+        if warp < (m / 16) * tiles_n {
+            let (tm, tn) = (warp / tiles_n, warp % tiles_n);
+            let mut acc = mma_zero();
+            let mut k0 = 0u32;
+            while k0 < k {
+                let fa = mma_load_a(unsafe { a.add((tm * 16 * k + k0) as usize) }, k);
+                let fb = mma_load_b(unsafe { b.add((k0 * n + tn * 16) as usize) }, n);
+                acc = mma(fa, fb, acc);
+                k0 += 16;
+            }
+            mma_store(unsafe { c.add((tm * 16 * n + tn * 16) as usize) }, n, acc);
+        }
+    }
+
+    /// The README's example: one 32 x 32 block of C per warp, a 2 x 2 array of
+    /// accumulators.
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn readme_gemm<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) {
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        let (r0, c0) = ((warp / (n / 32)) * 32, (warp % (n / 32)) * 32);
+        if r0 < m {
+            let mut acc = [[mma_zero(); 2]; 2];
+            let mut k0 = 0;
+            while k0 < k {
+                for i in 0..2 {
+                    let fa = mma_load_a(
+                        unsafe { a.add(((r0 + 16 * i as u32) * k + k0) as usize) },
+                        k,
+                    );
+                    for j in 0..2 {
+                        let fb =
+                            mma_load_b(unsafe { b.add((k0 * n + c0 + 16 * j as u32) as usize) }, n);
+                        acc[i][j] = mma(fa, fb, acc[i][j]);
+                    }
+                }
+                k0 += 16;
+            }
+            for i in 0..2 {
+                for j in 0..2 {
+                    let at = ((r0 + 16 * i as u32) * n + c0 + 16 * j as u32) as usize;
+                    mma_store(unsafe { c.add(at) }, n, acc[i][j]);
+                }
+            }
+        }
+    }
+
+    /// GEMM + all-scatter: this rank's `A` is rows `me * m ..` of the whole A; each tile
+    /// of its row block of C goes straight into every rank's C.
+    #[kernel(instances(T = [bf16]))]
+    pub fn all_scatter<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: Symmetric<f32>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    ) {
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        let tiles_n = n / 16;
+        if warp < (m / 16) * tiles_n {
+            let (tm, tn) = (warp / tiles_n, warp % tiles_n);
+            let mut acc = mma_zero();
+            let mut k0 = 0u32;
+            while k0 < k {
+                let fa = mma_load_a(unsafe { a.add((tm * 16 * k + k0) as usize) }, k);
+                let fb = mma_load_b(unsafe { b.add((k0 * n + tn * 16) as usize) }, n);
+                acc = mma(fa, fb, acc);
+                k0 += 16;
+            }
+            let tile = c.add(((me * m + tm * 16) * n + tn * 16) as usize);
+            for p in 0..world {
+                mma_store_peer(tile, n, acc, (me + p) % world);
+            }
+        }
+    }
+}
+
+/// Integers in -4..=4: exact in bf16, f16 and every f32 sum here.
+fn small(i: usize, seed: usize) -> f32 {
+    ((i * 7 + seed * 13 + i / 5) % 9) as f32 - 4.0
+}
+
+fn host_gemm(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for r in 0..m {
+        for j in 0..n {
+            c[r * n + j] = (0..k).map(|x| a[r * k + x] * b[x * n + j]).sum();
+        }
+    }
+    c
+}
+
+/// Threads per block: a multiple of every target's warp (32 and 64).
+const BLOCK: u32 = 64;
+
+#[test]
+fn tiled_gemm_with_mma_matches_the_host_exactly() {
+    let (m, n, k) = (64usize, 48usize, 80usize);
+    let a: Vec<f32> = (0..m * k).map(|i| small(i, 1)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| small(i, 2)).collect();
+    let want = host_gemm(&a, &b, m, n, k);
+    let tiles = (m / 16 * (n / 16)) as u32;
+    for backend in backends() {
+        World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let da =
+                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let db =
+                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                gemm::tiles::launch(
+                    iris,
+                    (tiles, BLOCK),
+                    &da,
+                    &db,
+                    &c,
+                    m as u32,
+                    n as u32,
+                    k as u32,
+                )?;
+                assert_eq!(c.to_vec()?, want, "bf16");
+                let da =
+                    iris.from_slice(&a.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let db =
+                    iris.from_slice(&b.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                gemm::tiles::launch::<f16>(
+                    iris,
+                    (tiles, BLOCK),
+                    &da,
+                    &db,
+                    &c,
+                    m as u32,
+                    n as u32,
+                    k as u32,
+                )?;
+                assert_eq!(c.to_vec()?, want, "f16");
+                // The README's kernel, 32 x 32 per warp: C's first 32 columns (n = 48).
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                let blocks = (m / 32) as u32;
+                gemm::readme_gemm::launch::<f16>(
+                    iris,
+                    (blocks, BLOCK),
+                    &da,
+                    &db,
+                    &c,
+                    m as u32,
+                    n as u32,
+                    k as u32,
+                )?;
+                let got = c.to_vec()?;
+                for r in 0..m {
+                    for j in 0..32 {
+                        assert_eq!(
+                            got[r * n + j],
+                            want[r * n + j],
+                            "README kernel at ({r}, {j})"
+                        );
+                    }
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}
+
+#[test]
+fn gemm_all_scatter_fills_every_rank_s_c() {
+    let (m, n, k) = (32usize, 32usize, 48usize);
+    for backend in backends() {
+        for world in [1usize, 2, 4] {
+            let a: Vec<f32> = (0..world * m * k).map(|i| small(i, 3)).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| small(i, 4)).collect();
+            let want = host_gemm(&a, &b, world * m, n, k);
+            let got = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let me = iris.rank();
+                    let mine: Vec<bf16> = a[me * m * k..(me + 1) * m * k]
+                        .iter()
+                        .map(|&x| bf16::from_f32(x))
+                        .collect();
+                    let da = iris.from_slice(&mine)?;
+                    let db =
+                        iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                    let c = iris.symmetric_full::<f32>(world * m * n, f32::NAN)?;
+                    let tiles = (m / 16 * (n / 16)) as u32;
+                    gemm::all_scatter::launch(
+                        iris,
+                        (tiles, BLOCK),
+                        &da,
+                        &db,
+                        &c,
+                        m as u32,
+                        n as u32,
+                        k as u32,
+                        me as u32,
+                        world as u32,
+                    )?;
+                    iris.synchronize()?;
+                    iris.host_barrier()?;
+                    c.to_vec()
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            for (rank, c) in got.iter().enumerate() {
+                assert_eq!(c, &want, "{backend} at {world} ranks: rank {rank}'s C");
+            }
+        }
+    }
+}
