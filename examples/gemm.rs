@@ -1,13 +1,14 @@
 //! A bf16 GEMM on the matrix units, written in the kernel language: `C = A x B` (row-major,
 //! f32 accumulate, f32 out), each warp computing a 16 x 16 tile, a 32 x 32 block (four
-//! accumulators) or a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`. Checked against an f64 host reference on sampled entries
+//! accumulators) a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`,
+//! or, four warps together, a 128 x 128 block staged through shared memory. Checked against an f64 host reference on sampled entries
 //! (relative to the sum of |products|, the bound of f32 accumulation), timed with device
 //! events, and reported in TFLOP/s.
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10]
 //! ```
-//! `--size` is M = N = K, a multiple of 64 (default 4096 on a GPU, 64 on the CPU, where
+//! `--size` is M = N = K, a multiple of 128 (default 4096 on a GPU, 128 on the CPU, where
 //! the warp's matrix product is emulated exactly lane by lane).
 
 mod common;
@@ -126,6 +127,74 @@ mod kernels {
             }
         }
     }
+
+    /// One 128 x 128 block of C per block of four warps, staged through shared memory:
+    /// the block copies 32 columns of A and 32 rows of B at a time into shared memory
+    /// (16 bytes per thread and copy), then each warp computes its 64 x 64 quarter from
+    /// there with a 4 x 4 array of accumulators. Launch with 4 x warp-size threads.
+    #[kernel(instances(T = [bf16]))]
+    pub fn block_tile_128<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) {
+        let sa = shared_array::<T, 5120>(); // 128 rows x 40 (32 + 8 padding)
+        let sb = shared_array::<T, 4352>(); // 32 rows x 136 (128 + 8 padding)
+        let blocks_n = n / 128;
+        let (br, bc) = (
+            (block_idx_x() / blocks_n) * 128,
+            (block_idx_x() % blocks_n) * 128,
+        );
+        let warp = thread_idx_x() / warp_size();
+        let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
+        let mut acc = [[mma_zero(); 4]; 4];
+        let mut k0 = 0u32;
+        while k0 < k {
+            sync_threads();
+            // 512 chunks of 8 elements in each tile.
+            let mut chunk = thread_idx_x();
+            while chunk < 512 {
+                let (ra, ca) = (chunk / 4, (chunk % 4) * 8);
+                let va = unsafe { *(a.add(((br + ra) * k + k0 + ca) as usize) as *const [T; 8]) };
+                unsafe { *(sa.add((ra * 40 + ca) as usize) as *mut [T; 8]) = va };
+                let (rb, cb) = (chunk / 16, (chunk % 16) * 8);
+                let vb = unsafe { *(b.add(((k0 + rb) * n + bc + cb) as usize) as *const [T; 8]) };
+                unsafe { *(sb.add((rb * 136 + cb) as usize) as *mut [T; 8]) = vb };
+                chunk += block_dim_x();
+            }
+            sync_threads();
+            for kk in 0..2 {
+                let mut fa = [mma_load_a(sa, 40); 4];
+                let mut fb = [mma_load_b(sb, 136); 4];
+                for i in 0..4 {
+                    fa[i] = mma_load_a(
+                        unsafe { sa.add(((wr + 16 * i as u32) * 40 + 16 * kk as u32) as usize) },
+                        40,
+                    );
+                    fb[i] = mma_load_b(
+                        unsafe { sb.add((16 * kk as u32 * 136 + wc + 16 * i as u32) as usize) },
+                        136,
+                    );
+                }
+                for i in 0..4 {
+                    for j in 0..4 {
+                        acc[i][j] = mma(fa[i], fb[j], acc[i][j]);
+                    }
+                }
+            }
+            k0 += 32;
+        }
+        for i in 0..4 {
+            for j in 0..4 {
+                let at = ((br + wr + 16 * i as u32) * n + bc + wc + 16 * j as u32) as usize;
+                mma_store(unsafe { c.add(at) }, n, acc[i][j]);
+            }
+        }
+        let _ = m;
+    }
 }
 
 /// Threads per block: a multiple of every target's warp (32 and 64).
@@ -160,13 +229,13 @@ fn arg(flag: &str) -> Result<Option<usize>, String> {
 fn run() -> Result<bool, String> {
     let backend = probe_backend().map_err(|e| e.to_string())?;
     let size = arg("--size")?.unwrap_or(if backend == BackendKind::Cpu {
-        64
+        128
     } else {
         4096
     });
     let iters = arg("--iters")?.unwrap_or(if backend == BackendKind::Cpu { 1 } else { 10 });
-    if size == 0 || size % 64 != 0 {
-        return Err(format!("--size {size}: a positive multiple of 64"));
+    if size == 0 || size % 128 != 0 {
+        return Err(format!("--size {size}: a positive multiple of 128"));
     }
     World::threads(1)
         .backend(backend)
@@ -197,7 +266,25 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         "kernel", "ms", "TFLOP/s", "max err"
     );
     let mut all_ok = true;
-    for variant in ["warp_tile_16", "warp_tile_32", "warp_tile_64"] {
+    // Four warps per block for the shared-memory kernel.
+    let warp = if iris.backend_kind() == BackendKind::Hip {
+        64
+    } else {
+        32
+    };
+    // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
+    // it runs the shared-memory kernel only.
+    let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
+        &["block_tile_128"]
+    } else {
+        &[
+            "warp_tile_16",
+            "warp_tile_32",
+            "warp_tile_64",
+            "block_tile_128",
+        ]
+    };
+    for &variant in variants {
         let run: &dyn Fn() -> iris::Result<()> = match variant {
             "warp_tile_16" => &|| {
                 let warps = (m / 16 * (n / 16)) as u32;
@@ -205,6 +292,19 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                 kernels::warp_tile_16::launch(
                     iris,
                     (blocks, BLOCK),
+                    &da,
+                    &db,
+                    &c,
+                    m as u32,
+                    n as u32,
+                    k as u32,
+                )
+            },
+            "block_tile_128" => &|| {
+                let blocks = (m / 128 * (n / 128)) as u32;
+                kernels::block_tile_128::launch(
+                    iris,
+                    (blocks, 4 * warp),
                     &da,
                     &db,
                     &c,
