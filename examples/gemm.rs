@@ -6,8 +6,11 @@
 //! events, and reported in TFLOP/s.
 //!
 //! ```text
-//! cargo run --release --example gemm -- [--size 4096] [--iters 10]
+//! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R]
 //! ```
+//! With `--ranks R` (ranks as threads), GEMM + all-scatter instead: each rank computes its
+//! rows of C and the shared-memory kernel stores every finished tile into every rank's C,
+//! timed against the unfused GEMM followed by `iris::ccl::all_gather`.
 //! `--size` is M = N = K, a multiple of 128 (default 4096 on a GPU, 128 on the CPU, where
 //! the warp's matrix product is emulated exactly lane by lane).
 
@@ -16,7 +19,7 @@ mod common;
 use common::{median_ms, probe_backend};
 use iris::prelude::*;
 use iris::{BackendKind, Buffer, Iris, World};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use std::process::ExitCode;
 
 #[iris::kernels]
@@ -132,14 +135,19 @@ mod kernels {
     /// the block copies 32 columns of A and 32 rows of B at a time into shared memory
     /// (16 bytes per thread and copy), then each warp computes its 64 x 64 quarter from
     /// there with a 4 x 4 array of accumulators. Launch with 4 x warp-size threads.
+    /// Rows `row0..` of C get the result, in the copies of `peers` ranks from `me` on: one
+    /// rank's own C, or (GEMM + all-scatter) every rank's as each tile finishes.
     #[kernel(instances(T = [bf16]))]
     pub fn block_tile_128<T: MmaElement>(
         a: *const T,
         b: *const T,
-        c: *mut f32,
-        m: u32,
+        c: Symmetric<f32>,
         n: u32,
         k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
     ) {
         let sa = shared_array::<T, 5120>(); // 128 rows x 40 (32 + 8 padding)
         let sb = shared_array::<T, 4352>(); // 32 rows x 136 (128 + 8 padding)
@@ -189,11 +197,12 @@ mod kernels {
         }
         for i in 0..4 {
             for j in 0..4 {
-                let at = ((br + wr + 16 * i as u32) * n + bc + wc + 16 * j as u32) as usize;
-                mma_store(unsafe { c.add(at) }, n, acc[i][j]);
+                let at = ((row0 + br + wr + 16 * i as u32) * n + bc + wc + 16 * j as u32) as usize;
+                for p in 0..peers {
+                    mma_store_peer(c.add(at), n, acc[i][j], (me + p) % world);
+                }
             }
         }
-        let _ = m;
     }
 }
 
@@ -237,11 +246,120 @@ fn run() -> Result<bool, String> {
     if size == 0 || size % 128 != 0 {
         return Err(format!("--size {size}: a positive multiple of 128"));
     }
-    World::threads(1)
-        .backend(backend)
+    let ranks = arg("--ranks")?.unwrap_or(1);
+    // C, and for the unfused path each rank's part of it, in every rank's heap.
+    let heap = (2 * size * size * 4).next_multiple_of(1 << 20) + (16 << 20);
+    let world = World::threads(ranks).backend(backend).heap_bytes(heap);
+    if ranks > 1 {
+        if size % (128 * ranks) != 0 {
+            return Err(format!(
+                "--size {size} --ranks {ranks}: each rank's rows must be a multiple of 128"
+            ));
+        }
+        return world
+            .run(|iris| gemm_all_scatter(iris, size, iters))
+            .map(|ok| ok.iter().all(|&o| o))
+            .map_err(|e| e.to_string());
+    }
+    world
         .run(|iris| gemm(iris, size, iters))
         .map(|mut ok| ok.remove(0))
         .map_err(|e| e.to_string())
+}
+
+/// GEMM + all-scatter over `world` ranks (threads on the devices present): rank `r` holds
+/// rows `r * M / world ..` of A and computes those rows of C; fused, each finished tile
+/// goes straight into every rank's C (`mma_store_peer`); unfused, into the rank's own part
+/// first, then `iris::ccl::all_gather` moves the parts. Both must give every rank the same
+/// C, checked against the host on sampled entries.
+fn gemm_all_scatter(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
+    let (world, me) = (iris.world_size(), iris.rank());
+    let (m, n, k) = (size, size, size);
+    let rows = m / world;
+    // Every rank makes the same A and B (a fixed seed), so each can check any entry.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let a: Vec<bf16> = (0..m * k)
+        .map(|_| bf16::from_f32(rng.random_range(-1.0..1.0)))
+        .collect();
+    let b: Vec<bf16> = (0..k * n)
+        .map(|_| bf16::from_f32(rng.random_range(-1.0..1.0)))
+        .collect();
+    let da = iris.from_slice(&a[me * rows * k..(me + 1) * rows * k])?;
+    let db = iris.from_slice(&b)?;
+    let c = iris.symmetric_zeros::<f32>(m * n)?;
+    let part = iris.symmetric_zeros::<f32>(rows * n)?;
+    let ccl = iris::ccl::Ccl::new(iris)?;
+    let warp = if iris.backend_kind() == BackendKind::Hip {
+        64
+    } else {
+        32
+    };
+    let blocks = (rows / 128 * (n / 128)) as u32;
+    let (w, r) = (world as u32, me as u32);
+    let fused = || {
+        kernels::block_tile_128::launch(
+            iris,
+            (blocks, 4 * warp),
+            &da,
+            &db,
+            &c,
+            n as u32,
+            k as u32,
+            r * rows as u32,
+            r,
+            w,
+            w,
+        )
+    };
+    let unfused = || {
+        kernels::block_tile_128::launch(
+            iris,
+            (blocks, 4 * warp),
+            &da,
+            &db,
+            &part,
+            n as u32,
+            k as u32,
+            0,
+            r,
+            1,
+            w,
+        )?;
+        iris::ccl::all_gather(&ccl, &part, &c, iris::ccl::AllGatherAlgo::Push)
+    };
+    let mut ok = true;
+    let mut results = Vec::new();
+    for (name, run) in [
+        ("fused", &fused as &dyn Fn() -> iris::Result<()>),
+        ("unfused", &unfused),
+    ] {
+        c.copy_from_slice(&vec![f32::NAN; m * n])?;
+        iris.barrier()?;
+        run()?;
+        ccl.synchronize()?;
+        iris.barrier()?;
+        results.push(c.to_vec()?);
+        let ms = median_ms(iris, iters, run)?;
+        ccl.check()?;
+        let slowest = iris.all_gather(ms)?.into_iter().fold(0.0f32, f32::max);
+        let (good, err) = check(&a, &b, &results[results.len() - 1], m, n, k, &mut rng);
+        ok &= good;
+        if me == 0 {
+            println!(
+                "{world} ranks, {m} x {n} x {k}: {name:<8} {slowest:>9.3} ms (slowest rank) {:>7.1} TFLOP/s  max err {err:.2e}  {}",
+                2.0 * (m * n * k) as f64 / (slowest as f64 * 1e-3) / 1e12,
+                if good { "ok" } else { "WRONG" }
+            );
+        }
+    }
+    let same = results[0]
+        .iter()
+        .zip(&results[1])
+        .all(|(x, y)| x.to_bits() == y.to_bits());
+    if !same {
+        eprintln!("gemm: rank {me}: fused and unfused C differ");
+    }
+    Ok(ok && same)
 }
 
 fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
@@ -255,6 +373,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         .collect();
     let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
     let c: Buffer<f32> = iris.zeros(m * n)?;
+    let cs = iris.symmetric_zeros::<f32>(m * n)?;
     let flops = 2.0 * (m * n * k) as f64;
     println!(
         "bf16 GEMM {m} x {n} x {k} on {} ({}), f32 accumulate; {iters} timed runs, median",
@@ -307,10 +426,13 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     (blocks, 4 * warp),
                     &da,
                     &db,
-                    &c,
-                    m as u32,
+                    &cs,
                     n as u32,
                     k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
                 )
             },
             "warp_tile_64" => &|| {
@@ -343,8 +465,13 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             },
         };
         c.copy_from_slice(&vec![f32::NAN; m * n])?;
+        cs.copy_from_slice(&vec![f32::NAN; m * n])?;
         run()?;
-        let got = c.to_vec()?;
+        let got = if variant == "block_tile_128" {
+            cs.to_vec()?
+        } else {
+            c.to_vec()?
+        };
         let (ok, err) = check(&a, &b, &got, m, n, k, &mut rng);
         all_ok &= ok;
         let ms = median_ms(iris, iters, run)?;
