@@ -14,6 +14,28 @@ use iris::{Buffer, World};
 mod gemm {
     use iris::prelude::*;
 
+    /// Tile `(tm, tn)` of `A[.. x k] * B[k x n]` (row-major), 16 columns of A at a time: a
+    /// device function with matrix operations (the kernels calling it inherit its need for
+    /// the warp's lanes to run together).
+    fn tile_product<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        tm: u32,
+        tn: u32,
+        n: u32,
+        k: u32,
+    ) -> MmaAcc {
+        let mut acc = mma_zero();
+        let mut k0 = 0u32;
+        while k0 < k {
+            let fa = mma_load_a(unsafe { a.add((tm * 16 * k + k0) as usize) }, k);
+            let fb = mma_load_b(unsafe { b.add((k0 * n + tn * 16) as usize) }, n);
+            acc = mma(fa, fb, acc);
+            k0 += 16;
+        }
+        acc
+    }
+
     /// `C[m x n] = A[m x k] * B[k x n]`, row-major; warp `w` of the grid computes tile
     /// `(w / (n / 16), w % (n / 16))` of C (warps past the last tile do nothing).
     #[kernel(instances(T = [bf16, f16]))]
@@ -22,14 +44,7 @@ mod gemm {
         let tiles_n = n / 16;
         if warp < (m / 16) * tiles_n {
             let (tm, tn) = (warp / tiles_n, warp % tiles_n);
-            let mut acc = mma_zero();
-            let mut k0 = 0u32;
-            while k0 < k {
-                let fa = mma_load_a(unsafe { a.add((tm * 16 * k + k0) as usize) }, k);
-                let fb = mma_load_b(unsafe { b.add((k0 * n + tn * 16) as usize) }, n);
-                acc = mma(fa, fb, acc);
-                k0 += 16;
-            }
+            let acc = tile_product(a, b, tm, tn, n, k);
             mma_store(unsafe { c.add((tm * 16 * n + tn * 16) as usize) }, n, acc);
         }
     }
@@ -90,14 +105,7 @@ mod gemm {
         let tiles_n = n / 16;
         if warp < (m / 16) * tiles_n {
             let (tm, tn) = (warp / tiles_n, warp % tiles_n);
-            let mut acc = mma_zero();
-            let mut k0 = 0u32;
-            while k0 < k {
-                let fa = mma_load_a(unsafe { a.add((tm * 16 * k + k0) as usize) }, k);
-                let fb = mma_load_b(unsafe { b.add((k0 * n + tn * 16) as usize) }, n);
-                acc = mma(fa, fb, acc);
-                k0 += 16;
-            }
+            let acc = tile_product(a, b, tm, tn, n, k);
             let tile = c.add(((me * m + tm * 16) * n + tn * 16) as usize);
             for p in 0..world {
                 mma_store_peer(tile, n, acc, (me + p) % world);

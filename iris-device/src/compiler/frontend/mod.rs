@@ -22,7 +22,7 @@ mod warp;
 
 pub use types::parse_type;
 
-use super::kernel_ir::{FunctionId, GenericArg, InstanceOf, Local, Type, Unit};
+use super::kernel_ir::{Function, FunctionId, GenericArg, InstanceOf, Local, Type, Unit};
 use super::CompileError;
 use builder::{FnBuilder, Signature};
 use generics::{GenericParam, ParamKind};
@@ -269,11 +269,35 @@ pub fn build_unit_from(unit_name: &str, items: &[SourceFn]) -> Result<Unit, Vec<
     if let Some(e) = recursion(&functions) {
         return Err(vec![e]);
     }
+    inherit_callee_needs(&mut functions);
     Ok(Unit {
         name: unit_name.to_string(),
         functions,
         peer_checks: false,
     })
+}
+
+/// A function whose device functions meet at a block barrier or exchange values within a
+/// warp needs its threads to run together as much as if it did so itself (the CPU backend
+/// runs a block's threads concurrently only for kernels that say so): the flags flow from
+/// callees to callers. The call graph has no cycles (checked before).
+fn inherit_callee_needs(functions: &mut [Function]) {
+    let callees: Vec<Vec<FunctionId>> = functions.iter().map(Function::callees).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (i, calls) in callees.iter().enumerate() {
+            for &c in calls {
+                let (barrier, warp) = (functions[c].uses_block_barrier, functions[c].uses_warp);
+                let f = &mut functions[i];
+                if (barrier && !f.uses_block_barrier) || (warp && !f.uses_warp) {
+                    f.uses_block_barrier |= barrier;
+                    f.uses_warp |= warp;
+                    changed = true;
+                }
+            }
+        }
+    }
 }
 
 /// The argument lists a generic kernel is built for.

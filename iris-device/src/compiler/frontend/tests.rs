@@ -322,3 +322,27 @@ fn array_indices_are_static_and_in_bounds() {
     assert!(err("fn k(x: [f32; 4]) {}").contains("kernels take arrays through pointers"));
     assert!(err("fn k(x: *mut f32) { let a = [0.0f32; 8192]; }").contains("at most 16384"));
 }
+
+#[test]
+fn a_kernel_inherits_the_barrier_and_warp_needs_of_its_device_functions() {
+    let items: Vec<(syn::ItemFn, bool)> = [
+        ("pub fn k(x: *mut f32) { unsafe { *x = outer(*x) }; }", true),
+        ("fn outer(v: f32) -> f32 { inner(v) + 1.0 }", false),
+        (
+            "fn inner(v: f32) -> f32 { sync_threads(); warp_reduce_add(v) }",
+            false,
+        ),
+        ("pub fn plain(x: *mut f32) { unsafe { *x = 1.0 }; }", true),
+    ]
+    .iter()
+    .map(|(src, kernel)| (syn::parse_str(src).unwrap(), *kernel))
+    .collect();
+    let u = build_unit("t", &items)
+        .map_err(|e| e[0].message.clone())
+        .unwrap();
+    let f = |name: &str| u.functions.iter().find(|f| f.name == name).unwrap();
+    for name in ["k", "outer", "inner"] {
+        assert!(f(name).uses_warp && f(name).uses_block_barrier, "{name}");
+    }
+    assert!(!f("plain").uses_warp && !f("plain").uses_block_barrier);
+}
