@@ -209,6 +209,21 @@ mod kernels {
 /// Threads per block: a multiple of every target's warp (32 and 64).
 const BLOCK: u32 = 256;
 
+/// Lanes in a warp of the device: 64 on AMD (wave64), 32 on NVIDIA and the CPU backend.
+fn warp_lanes(iris: &Iris) -> u32 {
+    if iris.backend_kind() == BackendKind::Hip {
+        64
+    } else {
+        32
+    }
+}
+
+/// Blocks of [`BLOCK`] threads that give every `tile` x `tile` tile of C a warp (of 64
+/// lanes, or two of 32).
+fn warp_tile_blocks(m: usize, n: usize, tile: usize) -> u32 {
+    ((m / tile * (n / tile)) as u32 * 64).div_ceil(BLOCK)
+}
+
 fn main() -> ExitCode {
     match run() {
         Ok(true) => ExitCode::SUCCESS,
@@ -289,11 +304,7 @@ fn gemm_all_scatter(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool
     let c = iris.symmetric_zeros::<f32>(m * n)?;
     let part = iris.symmetric_zeros::<f32>(rows * n)?;
     let ccl = iris::ccl::Ccl::new(iris)?;
-    let warp = if iris.backend_kind() == BackendKind::Hip {
-        64
-    } else {
-        32
-    };
+    let warp = warp_lanes(iris);
     let blocks = (rows / 128 * (n / 128)) as u32;
     let (w, r) = (world as u32, me as u32);
     let fused = || {
@@ -386,11 +397,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     );
     let mut all_ok = true;
     // Four warps per block for the shared-memory kernel.
-    let warp = if iris.backend_kind() == BackendKind::Hip {
-        64
-    } else {
-        32
-    };
+    let warp = warp_lanes(iris);
     // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
     // it runs the shared-memory kernel only.
     let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
@@ -406,8 +413,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     for &variant in variants {
         let run: &dyn Fn() -> iris::Result<()> = match variant {
             "warp_tile_16" => &|| {
-                let warps = (m / 16 * (n / 16)) as u32;
-                let blocks = (warps * 64).div_ceil(BLOCK);
+                let blocks = warp_tile_blocks(m, n, 16);
                 kernels::warp_tile_16::launch(
                     iris,
                     (blocks, BLOCK),
@@ -436,8 +442,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                 )
             },
             "warp_tile_64" => &|| {
-                let warps = (m / 64 * (n / 64)) as u32;
-                let blocks = (warps * 64).div_ceil(BLOCK);
+                let blocks = warp_tile_blocks(m, n, 64);
                 kernels::warp_tile_64::launch(
                     iris,
                     (blocks, BLOCK),
@@ -450,8 +455,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                 )
             },
             _ => &|| {
-                let warps = (m / 32 * (n / 32)) as u32;
-                let blocks = (warps * 64).div_ceil(BLOCK);
+                let blocks = warp_tile_blocks(m, n, 32);
                 kernels::warp_tile_32::launch(
                     iris,
                     (blocks, BLOCK),

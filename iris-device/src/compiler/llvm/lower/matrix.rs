@@ -28,16 +28,20 @@ pub(super) fn fragment_len(kind: TargetKind) -> u32 {
     }
 }
 
-/// Where a lane's fragment elements sit in the tile: `(row_base + dr, col_base + dc)`.
+/// Where a lane's fragment elements sit in a tile with `ld` elements between rows:
+/// `(row_base + dr) * ld + col_base + dc`.
 struct Layout {
     row_base: String,
     col_base: String,
     offsets: Vec<(u32, u32)>,
+    /// The leading dimension, as an `i64`.
+    ld: String,
 }
 
 impl FnBuilder<'_> {
-    fn layout(&mut self, role: FragmentRole) -> Result<Layout, String> {
+    fn layout(&mut self, role: FragmentRole, ld: &str) -> Result<Layout, String> {
         let lane = self.lane_id()?;
+        let ld = self.def(&format!("zext i32 {ld} to i64"));
         Ok(match self.arch().kind() {
             TargetKind::Amdgpu => {
                 let r = self.def(&format!("and i32 {lane}, 15"));
@@ -53,6 +57,7 @@ impl FnBuilder<'_> {
                     row_base,
                     col_base,
                     offsets,
+                    ld,
                 }
             }
             TargetKind::Nvptx | TargetKind::Cpu => {
@@ -66,6 +71,7 @@ impl FnBuilder<'_> {
                         offsets: (0..8u32)
                             .map(|i| (8 * ((i >> 1) & 1), (i & 1) + 8 * (i >> 2)))
                             .collect(),
+                        ld,
                     },
                     FragmentRole::B => Layout {
                         row_base: t2,
@@ -76,6 +82,7 @@ impl FnBuilder<'_> {
                                 ((i & 1) + 8 * (i >> 1), 8 * h)
                             })
                             .collect(),
+                        ld,
                     },
                     FragmentRole::Acc => Layout {
                         row_base: g,
@@ -86,6 +93,7 @@ impl FnBuilder<'_> {
                                 (8 * (i >> 1), 8 * h + (i & 1))
                             })
                             .collect(),
+                        ld,
                     },
                 }
             }
@@ -93,13 +101,12 @@ impl FnBuilder<'_> {
     }
 
     /// `row * ld + col` as an `i64` element offset.
-    fn tile_offset(&mut self, layout: &Layout, (dr, dc): (u32, u32), ld: &str) -> String {
+    fn tile_offset(&mut self, layout: &Layout, (dr, dc): (u32, u32)) -> String {
         let row = self.def(&format!("add i32 {}, {dr}", layout.row_base));
         let col = self.def(&format!("add i32 {}, {dc}", layout.col_base));
         let row = self.def(&format!("zext i32 {row} to i64"));
         let col = self.def(&format!("zext i32 {col} to i64"));
-        let ld = self.def(&format!("zext i32 {ld} to i64"));
-        let start = self.def(&format!("mul i64 {row}, {ld}"));
+        let start = self.def(&format!("mul i64 {row}, {}", layout.ld));
         self.def(&format!("add i64 {start}, {col}"))
     }
 
@@ -113,13 +120,13 @@ impl FnBuilder<'_> {
     ) -> Result<String, String> {
         let p = self.expr(tile)?;
         let ld = self.expr(ld)?;
-        let layout = self.layout(role)?;
+        let layout = self.layout(role, &ld)?;
         let et = types::scalar_ty(elem);
         let n = layout.offsets.len();
         let at = format!("[{n} x {et}]");
         let mut acc = "poison".to_string();
         for (i, &off) in layout.offsets.iter().enumerate() {
-            let o = self.tile_offset(&layout, off, &ld);
+            let o = self.tile_offset(&layout, off);
             let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {o}"));
             let v = self.def(&format!("load {et}, ptr {addr}, align 2"));
             acc = self.def(&format!("insertvalue {at} {acc}, {et} {v}, {i}"));
@@ -150,10 +157,10 @@ impl FnBuilder<'_> {
             }
             None => (t, "ptr".to_string()),
         };
-        let layout = self.layout(FragmentRole::Acc)?;
+        let layout = self.layout(FragmentRole::Acc, &ld)?;
         let n = layout.offsets.len();
         for (i, &off) in layout.offsets.iter().enumerate() {
-            let o = self.tile_offset(&layout, off, &ld);
+            let o = self.tile_offset(&layout, off);
             let addr = self.def(&format!(
                 "getelementptr inbounds float, {pty} {base}, i64 {o}"
             ));

@@ -17,7 +17,6 @@ impl FnBuilder<'_> {
     /// Loads a `ty` through `ptr` (of LLVM pointer type `pty`).
     pub fn load(&mut self, ptr: &str, pty: &str, ty: &Type) -> Result<String, String> {
         if let Some((vt, et, len)) = self.array_vector(ty)? {
-            self.mem_ty(ty)?;
             let align = types::align_of(ty)?;
             let v = self.def(&format!("load {vt}, {pty} {ptr}, align {align}"));
             let at = self.reg_ty(ty)?;
