@@ -6,18 +6,8 @@ use super::super::CompileError;
 use super::builder::FnBuilder;
 use proc_macro2::Span;
 
-/// The names this file handles.
-pub const MATRIX_FUNCTIONS: &[&str] = &[
-    "mma_load_a",
-    "mma_load_b",
-    "mma_zero",
-    "mma",
-    "mma_store",
-    "mma_store_peer",
-];
-
 impl FnBuilder<'_> {
-    /// A matrix operation `name(args)` (one of [`MATRIX_FUNCTIONS`]).
+    /// A matrix operation `name(args)`.
     pub fn matrix_call(
         &mut self,
         name: &str,

@@ -6,17 +6,22 @@
 //! its span saying what is supported instead.
 
 mod arrays;
+mod atomics;
+mod block;
 mod body;
 mod builder;
 mod calls;
 mod element;
 mod expr;
 pub mod generics;
+mod ids;
 mod infer;
 mod matrix;
+mod memory;
 mod methods;
 mod registry;
 mod resolve;
+mod time;
 mod types;
 mod warp;
 

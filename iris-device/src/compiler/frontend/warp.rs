@@ -7,26 +7,8 @@ use super::super::CompileError;
 use super::builder::FnBuilder;
 use proc_macro2::Span;
 
-/// The names this file handles.
-pub const WARP_FUNCTIONS: &[&str] = &[
-    "lane_id",
-    "warp_size",
-    "warp_id",
-    "shfl",
-    "shfl_xor",
-    "shfl_down",
-    "shfl_up",
-    "ballot",
-    "any",
-    "all",
-    "warp_sync",
-    "warp_reduce_add",
-    "warp_reduce_min",
-    "warp_reduce_max",
-];
-
 impl FnBuilder<'_> {
-    /// A warp operation `name(args)` (one of [`WARP_FUNCTIONS`]).
+    /// A warp operation `name(args)`.
     pub fn warp_call(
         &mut self,
         name: &str,

@@ -3,8 +3,13 @@
 //! The frontend builds it from Rust tokens and checks its types; after checking every
 //! `Type` is concrete (no `IntVar`/`FloatVar`). The LLVM stage lowers it per target.
 
+mod intrinsic_table;
 mod nodes;
 mod types;
 
+pub use intrinsic_table::{
+    lookup as lookup_intrinsic, names as intrinsic_names, Entry as IntrinsicEntry, Family,
+    FREE_FUNCTIONS,
+};
 pub use nodes::*;
 pub use types::*;

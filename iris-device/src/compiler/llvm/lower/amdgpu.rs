@@ -3,7 +3,7 @@
 
 use super::super::super::kernel_ir::Dim;
 use super::builder::FnBuilder;
-use super::intrinsics::Coord;
+use super::ids::Coord;
 use super::module::INVARIANT;
 
 /// Offset of `hidden_block_count_x` in the implicit arguments (three `u32`).

@@ -4,9 +4,11 @@
 //! CPU, and inline PTX on NVIDIA (LLVM 22 drops their ordering and scope there). Atomic
 //! loads and stores are LLVM atomics on every target.
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::{Expr, MemOrder, MemScope, RmwOp, Scalar, Type};
 use super::builder::FnBuilder;
 use super::function::sym_elem;
+use super::intrinsics::not_in_family;
 use super::types;
 use crate::abi::TargetKind;
 
@@ -31,6 +33,42 @@ fn failure_ordering(order: MemOrder) -> &'static str {
 }
 
 impl FnBuilder<'_> {
+    /// `atomic_<op>`, `atomic_cas`, `atomic_load`, `atomic_store`.
+    pub(super) fn lower_atomics(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::AtomicRmw {
+                op,
+                order,
+                scope,
+                sym,
+                value,
+                peer,
+            } => self.atomic_rmw(*op, *order, *scope, sym, value, peer),
+            Intrinsic::AtomicCas {
+                order,
+                scope,
+                sym,
+                current,
+                new,
+                peer,
+            } => self.atomic_cas(*order, *scope, sym, current, new, peer),
+            Intrinsic::AtomicLoad {
+                order,
+                scope,
+                sym,
+                peer,
+            } => self.atomic_load(*order, *scope, sym, peer),
+            Intrinsic::AtomicStore {
+                order,
+                scope,
+                sym,
+                value,
+                peer,
+            } => self.atomic_store(*order, *scope, sym, value, peer),
+            other => Err(not_in_family(other)),
+        }
+    }
+
     /// `atomic_<op>(sym, value, peer, order, scope)` -> old value.
     pub fn atomic_rmw(
         &mut self,

@@ -3,7 +3,7 @@
 
 use super::super::super::kernel_ir::Dim;
 use super::builder::FnBuilder;
-use super::intrinsics::Coord;
+use super::ids::Coord;
 
 /// Offset of `shared` in `CpuLaunchContext`.
 pub(super) const SHARED_OFFSET: u32 = 48;

@@ -15,8 +15,10 @@
 //!   the A and B elements its outputs need from the lanes holding them, one shuffle per
 //!   element per `k` (in order `k = 0..16`).
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::{Expr, FragmentRole, Scalar, ShuffleKind, Type};
 use super::builder::FnBuilder;
+use super::intrinsics::not_in_family;
 use super::types;
 use crate::abi::TargetKind;
 
@@ -39,6 +41,27 @@ struct Layout {
 }
 
 impl FnBuilder<'_> {
+    /// Fragment loads, `mma_zero`, `mma`, fragment stores.
+    pub(super) fn lower_matrix(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::MmaLoad {
+                role,
+                elem,
+                tile,
+                ld,
+            } => self.mma_load(*role, *elem, tile, ld),
+            Intrinsic::MmaZero => Ok(self.mma_zero()),
+            Intrinsic::Mma { elem, a, b, acc } => self.mma(*elem, a, b, acc),
+            Intrinsic::MmaStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => self.mma_store(tile, ld, acc, peer.as_deref()),
+            other => Err(not_in_family(other)),
+        }
+    }
+
     fn layout(&mut self, role: FragmentRole, ld: &str) -> Result<Layout, String> {
         let lane = self.lane_id()?;
         let ld = self.def(&format!("zext i32 {ld} to i64"));

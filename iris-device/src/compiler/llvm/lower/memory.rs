@@ -7,13 +7,32 @@
 //! access keeps the element's alignment (16-byte vector accesses stay single vector
 //! instructions).
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::{Expr, Type};
 use super::builder::FnBuilder;
 use super::function::{pointee, sym_elem};
+use super::intrinsics::not_in_family;
 use super::module::INVARIANT;
 use super::types;
 
 impl FnBuilder<'_> {
+    /// `load`, `store`, `get`, `put`, `copy`.
+    pub(super) fn lower_memory(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::RemoteLoad { sym, peer } => self.remote_load(sym, peer),
+            Intrinsic::RemoteStore { sym, value, peer } => self.remote_store(sym, value, peer),
+            Intrinsic::Get { src, dst, peer } => self.get(src, dst, peer),
+            Intrinsic::Put { src, dst, peer } => self.put(src, dst, peer),
+            Intrinsic::Copy {
+                src,
+                dst,
+                from_peer,
+                to_peer,
+            } => self.copy(src, dst, from_peer, to_peer),
+            other => Err(not_in_family(other)),
+        }
+    }
+
     /// Loads a `ty` through `ptr` (of LLVM pointer type `pty`).
     pub fn load(&mut self, ptr: &str, pty: &str, ty: &Type) -> Result<String, String> {
         if let Some((vt, et, len)) = self.array_vector(ty)? {

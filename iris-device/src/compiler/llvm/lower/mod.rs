@@ -28,6 +28,7 @@ mod expr;
 mod fmod;
 mod function;
 mod helpers;
+mod ids;
 mod intrinsics;
 mod matrix;
 mod memory;

@@ -7,7 +7,7 @@
 
 use super::super::super::kernel_ir::{Dim, MemOrder, MemScope, RmwOp, Scalar};
 use super::builder::FnBuilder;
-use super::intrinsics::Coord;
+use super::ids::Coord;
 use super::types;
 
 impl FnBuilder<'_> {

@@ -2,10 +2,13 @@
 //! of the launch context's `shared` block on the CPU (each array 16-byte aligned, in the
 //! function's order).
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::SharedArray;
 use super::builder::FnBuilder;
 use super::cpu::SHARED_OFFSET;
+use super::intrinsics::not_in_family;
 use super::types;
+use crate::abi::TargetKind;
 
 /// Alignment of every shared array.
 pub const SHARED_ALIGN: u64 = 16;
@@ -27,6 +30,23 @@ pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), Stri
 }
 
 impl FnBuilder<'_> {
+    /// `sync_threads()`, `fence(..)`, `shared_array::<T, N>()`.
+    pub(super) fn lower_block(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::SyncThreads => {
+                match self.arch().kind() {
+                    TargetKind::Amdgpu => self.amdgpu_barrier(),
+                    TargetKind::Nvptx => self.ptx_barrier(),
+                    TargetKind::Cpu => self.cpu_barrier()?,
+                }
+                Ok(String::new())
+            }
+            Intrinsic::Fence { order, scope } => Ok(self.fence(*order, *scope)),
+            Intrinsic::SharedArray { index } => self.shared_array(*index),
+            other => Err(not_in_family(other)),
+        }
+    }
+
     /// The symbol of a GPU shared array of the current function.
     fn shared_symbol(&self, index: usize) -> String {
         types::global_name(&format!("__iris_shared_{}_{index}", self.func.name))

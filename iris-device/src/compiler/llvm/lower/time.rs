@@ -11,7 +11,9 @@
 //! None of the reads is `readnone`: LLVM neither merges two reads nor hoists one out of a
 //! loop (a codegen test reads the clock twice and finds two reads).
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::builder::FnBuilder;
+use super::intrinsics::not_in_family;
 use crate::abi::TargetKind;
 
 /// Nanoseconds per tick of AMD's `s_memrealtime` counter (100 MHz on gfx9).
@@ -21,6 +23,20 @@ const AMD_REALTIME_NS_PER_TICK: u32 = 10;
 const AMD_SLEEP_UNITS: u32 = 2;
 
 impl FnBuilder<'_> {
+    /// `global_timer_ns()`, `clock64()`, `nanosleep(ns)`.
+    pub(super) fn lower_time(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::GlobalTimerNs => self.global_timer_ns(),
+            Intrinsic::Clock64 => self.clock64(),
+            Intrinsic::Nanosleep { ns } => {
+                let ns = self.expr(ns)?;
+                self.nanosleep(&ns)?;
+                Ok(String::new())
+            }
+            other => Err(not_in_family(other)),
+        }
+    }
+
     /// `global_timer_ns()`.
     pub fn global_timer_ns(&mut self) -> Result<String, String> {
         match self.arch().kind() {

@@ -11,11 +11,13 @@
 //! Values wider or narrower than 32 bits move as 32-bit words. Reductions are a
 //! butterfly of `xor` shuffles, so every lane ends with the same result.
 
+use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::{
     BinaryOp, Dim, Expr, MathFn, ReduceOp, Scalar, ShuffleKind, Type, VoteKind,
 };
 use super::builder::FnBuilder;
-use super::intrinsics::Coord;
+use super::ids::Coord;
+use super::intrinsics::not_in_family;
 use crate::abi::TargetKind;
 
 /// Lanes of a warp on the CPU backend.
@@ -29,6 +31,23 @@ pub(super) const WARP_SHUFFLE_OFFSET: u32 = 96;
 pub(super) const WARP_BALLOT_OFFSET: u32 = 104;
 
 impl FnBuilder<'_> {
+    /// Lane and warp ids, shuffles, votes, `warp_sync`, reductions.
+    pub(super) fn lower_warp(&mut self, op: &Intrinsic) -> Result<String, String> {
+        match op {
+            Intrinsic::LaneId => self.lane_id(),
+            Intrinsic::WarpSize => Ok(self.warp_lanes().to_string()),
+            Intrinsic::WarpId => self.warp_id(),
+            Intrinsic::Shuffle { kind, value, lane } => self.shuffle(*kind, value, lane),
+            Intrinsic::Vote { kind, pred } => self.vote(*kind, pred),
+            Intrinsic::WarpSync => {
+                self.warp_sync()?;
+                Ok(String::new())
+            }
+            Intrinsic::WarpReduce { op, value } => self.warp_reduce(*op, value),
+            other => Err(not_in_family(other)),
+        }
+    }
+
     /// Lanes per warp on this target.
     pub fn warp_lanes(&self) -> u32 {
         match self.arch().kind() {

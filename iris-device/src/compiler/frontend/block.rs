@@ -1,0 +1,138 @@
+//! The block: `sync_threads()`, `fence(order, scope)`, `shared_array::<T, N>()`.
+
+use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, MemOrder, SharedArray, Type};
+use super::super::CompileError;
+use super::atomics::{ordering_arg, scope_arg};
+use super::builder::FnBuilder;
+use super::types::{is_memory_type, parse_type};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+impl FnBuilder<'_> {
+    /// A block operation `name(..)`.
+    pub fn block_call(
+        &mut self,
+        name: &str,
+        generics: &syn::PathArguments,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        match name {
+            "sync_threads" => {
+                self.arity(c, name, 0)?;
+                self.uses_block_barrier = true;
+                Ok(self.expr(
+                    ExprKind::Intrinsic(Intrinsic::SyncThreads),
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "fence" => {
+                self.arity(c, name, 2)?;
+                let order = ordering_arg(&c.args[0])?;
+                let scope = scope_arg(&c.args[1])?;
+                if order == MemOrder::Relaxed {
+                    return Err(CompileError::new(
+                        c.args[0].span(),
+                        "a fence cannot be `Relaxed`: use Acquire, Release, AcqRel or SeqCst",
+                    ));
+                }
+                Ok(self.expr(
+                    ExprKind::Intrinsic(Intrinsic::Fence { order, scope }),
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "shared_array" => self.shared_array(generics, c, span),
+            _ => Err(super::calls::unknown_intrinsic(name, span)),
+        }
+    }
+
+    fn shared_array(
+        &mut self,
+        generics: &syn::PathArguments,
+        c: &syn::ExprCall,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        self.arity(c, "shared_array", 0)?;
+        if !self.sig.is_kernel {
+            return Err(CompileError::new(
+                span,
+                "`shared_array` is declared in kernels only: declare it in the kernel and pass the pointer to the device function",
+            ));
+        }
+        let usage = "write `shared_array::<T, N>()` with an element type and a literal length";
+        let syn::PathArguments::AngleBracketed(a) = generics else {
+            return Err(CompileError::new(span, usage));
+        };
+        let mut it = a.args.iter();
+        let (Some(syn::GenericArgument::Type(t)), Some(len), None) =
+            (it.next(), it.next(), it.next())
+        else {
+            return Err(CompileError::new(a.span(), usage));
+        };
+        let elem = parse_type(t)?;
+        if !is_memory_type(&elem) {
+            return Err(CompileError::new(
+                t.span(),
+                "shared arrays hold scalars or 16-byte vectors",
+            ));
+        }
+        let len_expr = match len {
+            syn::GenericArgument::Const(e) => e,
+            syn::GenericArgument::Type(syn::Type::Path(p)) => {
+                return Err(CompileError::new(
+                    p.span(),
+                    "the length of a shared array must be an integer literal",
+                ))
+            }
+            other => return Err(CompileError::new(other.span(), usage)),
+        };
+        let n = match strip_block(len_expr) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i
+                .base10_parse::<u64>()
+                .map_err(|e| CompileError::new(i.span(), e.to_string()))?,
+            other => {
+                return Err(CompileError::new(
+                    other.span(),
+                    "the length of a shared array must be an integer literal",
+                ))
+            }
+        };
+        let bytes = n.saturating_mul(elem.size().unwrap_or(1) as u64);
+        if n == 0 || bytes > 64 * 1024 {
+            return Err(CompileError::new(
+                len_expr.span(),
+                format!("a shared array must hold 1 to 65536 bytes; this one is {bytes}"),
+            ));
+        }
+        let index = self.shared_arrays.len();
+        self.shared_arrays.push(SharedArray {
+            elem: elem.clone(),
+            len: n,
+        });
+        let ty = Type::Ptr {
+            pointee: Box::new(elem),
+            mutable: true,
+        };
+        Ok(self.expr(
+            ExprKind::Intrinsic(Intrinsic::SharedArray { index }),
+            ty,
+            span,
+        ))
+    }
+}
+
+fn strip_block(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(inner, None) => strip_block(inner),
+            _ => e,
+        },
+        syn::Expr::Paren(p) => strip_block(&p.expr),
+        other => other,
+    }
+}
