@@ -112,6 +112,101 @@ mod gemm {
             }
         }
     }
+
+    /// GEMM + reduce-scatter: this rank holds columns `me * k ..` of A (`a`, m x k) and
+    /// rows `me * k ..` of B (`b`, k x n), so its product is a partial C; each tile of it
+    /// is added into the owner's block of C (rank `o` owns rows `o * m / world ..`) with
+    /// `mma_add_peer`. `c` (`m / world` x n on every rank) starts at zero.
+    #[kernel(instances(T = [bf16]))]
+    pub fn reduce_scatter<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: Symmetric<f32>,
+        m: u32,
+        n: u32,
+        k: u32,
+        world: u32,
+    ) {
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        let tiles_n = n / 16;
+        if warp < (m / 16) * tiles_n {
+            let (tm, tn) = (warp / tiles_n, warp % tiles_n);
+            let acc = tile_product(a, b, tm, tn, n, k);
+            let rows = m / world;
+            let owner = tm * 16 / rows;
+            let tile = c.add((((tm * 16) % rows) * n + tn * 16) as usize);
+            mma_add_peer(tile, n, acc, owner);
+        }
+    }
+
+    /// All-gather + GEMM: rank `me` holds rows `me * m / world ..` of A (`shard`); `a`
+    /// (m x k) fills with every rank's rows as the tiles need them, and `c = a * b`. The
+    /// first warp to need a 16-row band of A claims it (`flags[band]`: 0 missing, 1 being
+    /// copied, 2 present), copies it from its owner and marks it present; a warp that
+    /// finds it claimed waits for the mark, at most `limit_ns` (then `status[0]` gets 1
+    /// and the tile is not computed).
+    #[kernel(instances(T = [bf16]))]
+    pub fn all_gather<T: MmaElement>(
+        shard: Symmetric<T>,
+        a: Symmetric<T>,
+        b: *const T,
+        c: *mut f32,
+        flags: Symmetric<u32>,
+        status: *mut u32,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        limit_ns: u64,
+    ) {
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        let tiles_n = n / 16;
+        if warp < (m / 16) * tiles_n {
+            let (tm, tn) = (warp / tiles_n, warp % tiles_n);
+            let flag = flags.add(tm as usize);
+            let mut claim = 1u32;
+            if lane_id() == 0 {
+                claim = atomic_cas(flag, 0, 1, me, Ordering::Acquire, Scope::Device);
+            }
+            claim = shfl(claim, 0);
+            let mut present = true;
+            if claim == 0 {
+                let rows = m / world;
+                let src = shard.add((((tm * 16) % rows) * k) as usize);
+                let dst = a.add((tm * 16 * k) as usize);
+                let owner = tm * 16 / rows;
+                let mut i = lane_id();
+                while i < 16 * k {
+                    store(dst.add(i as usize), load(src.add(i as usize), owner), me);
+                    i += warp_size();
+                }
+                warp_sync();
+                if lane_id() == 0 {
+                    atomic_store(flag, 2, me, Ordering::Release, Scope::Device);
+                }
+            } else {
+                let mut waited = 0u32;
+                if lane_id() == 0 {
+                    let start = global_timer_ns();
+                    while atomic_load(flag, me, Ordering::Acquire, Scope::Device) != 2 {
+                        if global_timer_ns() - start > limit_ns {
+                            unsafe { *status = 1 };
+                            waited = 1;
+                            break;
+                        }
+                        nanosleep(100);
+                    }
+                }
+                present = shfl(waited, 0) == 0;
+                warp_sync();
+            }
+            if present {
+                let acc = tile_product(a.local() as *const T, b, tm, tn, n, k);
+                mma_store(unsafe { c.add((tm * 16 * n + tn * 16) as usize) }, n, acc);
+            }
+        }
+    }
 }
 
 /// Integers in -4..=4: exact in bf16, f16 and every f32 sum here.
@@ -245,6 +340,176 @@ fn gemm_all_scatter_fills_every_rank_s_c() {
                 .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
             for (rank, c) in got.iter().enumerate() {
                 assert_eq!(c, &want, "{backend} at {world} ranks: rank {rank}'s C");
+            }
+        }
+    }
+}
+
+/// `world * rows` x `cols` of small integers, as bf16, and the same values as f32.
+fn small_bf16(len: usize, seed: usize) -> (Vec<f32>, Vec<bf16>) {
+    let f: Vec<f32> = (0..len).map(|i| small(i, seed)).collect();
+    let h = f.iter().map(|&x| bf16::from_f32(x)).collect();
+    (f, h)
+}
+
+/// Columns `cols` of a row-major `rows` x `width` matrix.
+fn columns(x: &[f32], width: usize, cols: std::ops::Range<usize>) -> Vec<f32> {
+    x.chunks(width)
+        .flat_map(|row| row[cols.clone()].iter().copied())
+        .collect()
+}
+
+#[test]
+fn gemm_reduce_scatter_matches_gemm_then_ccl_reduce_scatter() {
+    use iris::ccl::{self, Ccl, ReduceOp};
+    // C = A (m x world*k) * B (world*k x n); rank r holds A's columns and B's rows r*k..
+    let (m, n, k) = (64usize, 32usize, 32usize);
+    for backend in backends() {
+        for world in [1usize, 2, 4] {
+            let (a, _) = small_bf16(m * world * k, 5);
+            let (b, _) = small_bf16(world * k * n, 6);
+            let want = host_gemm(&a, &b, m, n, world * k);
+            let rows = m / world;
+            let got = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let me = iris.rank();
+                    let to_bf16 =
+                        |x: Vec<f32>| x.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>();
+                    let da =
+                        iris.from_slice(&to_bf16(columns(&a, world * k, me * k..(me + 1) * k)))?;
+                    let db = iris.from_slice(&to_bf16(b[me * k * n..(me + 1) * k * n].to_vec()))?;
+                    let tiles = (m / 16 * (n / 16)) as u32;
+                    // Fused: every tile added into its owner's block.
+                    let fused = iris.symmetric_zeros::<f32>(rows * n)?;
+                    iris.host_barrier()?;
+                    gemm::reduce_scatter::launch(
+                        iris,
+                        (tiles, BLOCK),
+                        &da,
+                        &db,
+                        &fused,
+                        m as u32,
+                        n as u32,
+                        k as u32,
+                        world as u32,
+                    )?;
+                    iris.synchronize()?;
+                    iris.host_barrier()?;
+                    // Unfused: the partial product, then ccl::reduce_scatter.
+                    let partial = iris.symmetric_full::<f32>(m * n, f32::NAN)?;
+                    let out = iris.symmetric_full::<f32>(rows * n, f32::NAN)?;
+                    gemm::tiles::launch(
+                        iris,
+                        (tiles, BLOCK),
+                        &da,
+                        &db,
+                        &partial.local_ptr(),
+                        m as u32,
+                        n as u32,
+                        k as u32,
+                    )?;
+                    iris.synchronize()?;
+                    let ccl = Ccl::new(iris)?;
+                    ccl::reduce_scatter(&ccl, &partial, &out, ReduceOp::Sum)?;
+                    ccl.synchronize()?;
+                    Ok((fused.to_vec()?, out.to_vec()?))
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            for (rank, (fused, unfused)) in got.iter().enumerate() {
+                let mine = &want[rank * rows * n..(rank + 1) * rows * n];
+                assert_eq!(
+                    unfused, mine,
+                    "{backend} at {world} ranks: rank {rank}, unfused"
+                );
+                assert_eq!(
+                    fused, unfused,
+                    "{backend} at {world} ranks: rank {rank}, fused"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn all_gather_gemm_matches_ccl_all_gather_then_gemm() {
+    use iris::ccl::{self, AllGatherAlgo, Ccl};
+    // C_r = A (m x k) * B_r (k x n); rank r holds rows r*m/world.. of A.
+    let (m, n, k) = (64usize, 32usize, 48usize);
+    for backend in backends() {
+        for world in [1usize, 2, 4] {
+            let (a, a16) = small_bf16(m * k, 7);
+            let rows = m / world;
+            let got = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let me = iris.rank();
+                    let (b, b16) = small_bf16(k * n, 8 + me);
+                    let want = host_gemm(&a, &b, m, n, k);
+                    let shard = iris.symmetric::<bf16>(rows * k)?;
+                    shard.copy_from_slice(&a16[me * rows * k..(me + 1) * rows * k])?;
+                    let db = iris.from_slice(&b16)?;
+                    let tiles = (m / 16 * (n / 16)) as u32;
+                    // Fused: the bands of A copied in as the tiles need them.
+                    let gathered = iris.symmetric_zeros::<bf16>(m * k)?;
+                    let flags = iris.symmetric_zeros::<u32>(m / 16)?;
+                    let status = iris.zeros::<u32>(1)?;
+                    let fused = iris.full::<f32>(m * n, f32::NAN)?;
+                    iris.host_barrier()?;
+                    gemm::all_gather::launch(
+                        iris,
+                        (tiles, BLOCK),
+                        &shard,
+                        &gathered,
+                        &db,
+                        &fused,
+                        &flags,
+                        &status,
+                        m as u32,
+                        n as u32,
+                        k as u32,
+                        me as u32,
+                        world as u32,
+                        10_000_000_000u64,
+                    )?;
+                    iris.synchronize()?;
+                    assert_eq!(
+                        status.to_vec()?,
+                        [0],
+                        "a band of A was never marked present"
+                    );
+                    // Unfused: ccl::all_gather, then the GEMM.
+                    let full = iris.symmetric_full::<bf16>(m * k, bf16::from_f32(f32::NAN))?;
+                    let ccl = Ccl::new(iris)?;
+                    ccl::all_gather(&ccl, &shard, &full, AllGatherAlgo::Push)?;
+                    ccl.synchronize()?;
+                    let unfused = iris.full::<f32>(m * n, f32::NAN)?;
+                    gemm::tiles::launch(
+                        iris,
+                        (tiles, BLOCK),
+                        &full.local_ptr(),
+                        &db,
+                        &unfused,
+                        m as u32,
+                        n as u32,
+                        k as u32,
+                    )?;
+                    iris.synchronize()?;
+                    iris.host_barrier()?;
+                    Ok((want, fused.to_vec()?, unfused.to_vec()?))
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            for (rank, (want, fused, unfused)) in got.iter().enumerate() {
+                assert_eq!(
+                    unfused, want,
+                    "{backend} at {world} ranks: rank {rank}, unfused"
+                );
+                assert_eq!(
+                    fused, unfused,
+                    "{backend} at {world} ranks: rank {rank}, fused"
+                );
             }
         }
     }

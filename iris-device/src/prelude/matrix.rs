@@ -10,8 +10,9 @@
 //! [`MMA_M`] x [`MMA_N`] x [`MMA_K`]. Each lane holds its share of a tile in registers (a
 //! fragment); which elements a lane holds depends on the target, so fragments are opaque:
 //! they are loaded from memory ([`mma_load_a`], [`mma_load_b`]), combined ([`mma`]) and
-//! stored ([`mma_store`], [`mma_store_peer`]). Tiles are row-major with a leading dimension
-//! `ld` (elements between the starts of two rows), in global or block-shared memory.
+//! stored ([`mma_store`], [`mma_store_peer`]) or added into a peer's tile
+//! ([`mma_add_peer`]). Tiles are row-major with a leading dimension `ld` (elements between
+//! the starts of two rows), in global or block-shared memory.
 //!
 //! Every lane of a full warp must make the same matrix operations (as with the warp
 //! operations): launch blocks whose size is a multiple of [`warp_size`](super::warp_size)
@@ -94,4 +95,15 @@ pub fn mma_store(tile: *mut f32, ld: u32, acc: MmaAcc) {
 pub fn mma_store_peer(tile: Symmetric<f32>, ld: u32, acc: MmaAcc, peer: u32) {
     let _ = (tile, ld, acc, peer);
     device_only("mma_store_peer")
+}
+
+/// Adds the accumulator into `peer`'s copy of the 16 x 16 `f32` tile at `tile` (row-major,
+/// `ld` elements between rows), each element with a relaxed system-scope atomic add: the
+/// partial products of every rank summed in the owner's tile (GEMM + reduce-scatter).
+/// The order of the additions is not fixed, so sums of inexact values may differ in the
+/// last bits from run to run.
+#[inline(always)]
+pub fn mma_add_peer(tile: Symmetric<f32>, ld: u32, acc: MmaAcc, peer: u32) {
+    let _ = (tile, ld, acc, peer);
+    device_only("mma_add_peer")
 }

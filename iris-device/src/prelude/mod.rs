@@ -20,8 +20,8 @@ pub use atomics::*;
 pub use element::{max, min, narrow, widen, Acc, Element};
 pub use ids::*;
 pub use matrix::{
-    mma, mma_load_a, mma_load_b, mma_store, mma_store_peer, mma_zero, MmaA, MmaAcc, MmaB,
-    MmaElement, MMA_K, MMA_M, MMA_N,
+    mma, mma_add_peer, mma_load_a, mma_load_b, mma_store, mma_store_peer, mma_zero, MmaA, MmaAcc,
+    MmaB, MmaElement, MMA_K, MMA_M, MMA_N,
 };
 pub use memory::*;
 pub use scope::{fence, Scope};

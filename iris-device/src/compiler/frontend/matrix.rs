@@ -1,5 +1,5 @@
 //! Matrix-unit operations: `mma_load_a`, `mma_load_b`, `mma_zero`, `mma`, `mma_store`,
-//! `mma_store_peer` (see the prelude's `matrix` module).
+//! `mma_store_peer`, `mma_add_peer` (see the prelude's `matrix` module).
 
 use super::super::kernel_ir::{Expr, ExprKind, Fragment, FragmentRole, Intrinsic, Scalar, Type};
 use super::super::CompileError;
@@ -98,7 +98,7 @@ impl FnBuilder<'_> {
             }
             _ => {
                 let (tile, ld, acc) = (next()?, next()?, next()?);
-                let peer = if name == "mma_store_peer" {
+                let peer = if name == "mma_store_peer" || name == "mma_add_peer" {
                     let peer = next()?;
                     self.expect(&peer, &u32t)?;
                     self.expect(&tile, &Type::Symmetric(Box::new(Type::Scalar(Scalar::F32))))?;
@@ -117,6 +117,7 @@ impl FnBuilder<'_> {
                 self.expect(&acc, &acc_ty)?;
                 (
                     Intrinsic::MmaStore {
+                        add: name == "mma_add_peer",
                         tile,
                         ld,
                         acc,

@@ -167,6 +167,7 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("mma", Family::Matrix),
     e("mma_store", Family::Matrix),
     e("mma_store_peer", Family::Matrix),
+    e("mma_add_peer", Family::Matrix),
     e("widen", Family::Element),
     e("narrow", Family::Element),
     e("min", Family::Element),

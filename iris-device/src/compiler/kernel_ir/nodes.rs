@@ -715,8 +715,11 @@ pub enum Intrinsic {
         acc: Operand,
     },
     /// `mma_store(tile, ld, acc)`, or `mma_store_peer(tile, ld, acc, peer)` when `peer` is
-    /// given (then `tile` is a `Symmetric<f32>`).
+    /// given (then `tile` is a `Symmetric<f32>`), or `mma_add_peer(..)` when `add` is set
+    /// (each element added atomically).
     MmaStore {
+        /// Add into the tile with relaxed system-scope atomic adds instead of storing.
+        add: bool,
         /// The tile's first element.
         tile: Operand,
         /// Elements between rows, a `u32`.
@@ -829,6 +832,7 @@ impl Intrinsic {
                 ld,
                 acc,
                 peer,
+                ..
             } => {
                 let mut v: Vec<&Expr> = vec![tile, ld, acc];
                 v.extend(peer.as_deref());
@@ -895,6 +899,7 @@ impl Intrinsic {
                 ld,
                 acc,
                 peer,
+                ..
             } => {
                 let mut v: Vec<&mut Expr> = vec![tile, ld, acc];
                 v.extend(peer.as_deref_mut());

@@ -16,7 +16,9 @@
 //!   element per `k` (in order `k = 0..16`).
 
 use super::super::super::kernel_ir::Intrinsic;
-use super::super::super::kernel_ir::{Expr, FragmentRole, Scalar, ShuffleKind, Type};
+use super::super::super::kernel_ir::{
+    Expr, FragmentRole, MemOrder, MemScope, RmwOp, Scalar, ShuffleKind, Type,
+};
 use super::builder::FnBuilder;
 use super::intrinsics::not_in_family;
 use super::types;
@@ -53,11 +55,12 @@ impl FnBuilder<'_> {
             Intrinsic::MmaZero => Ok(self.mma_zero()),
             Intrinsic::Mma { elem, a, b, acc } => self.mma(*elem, a, b, acc),
             Intrinsic::MmaStore {
+                add,
                 tile,
                 ld,
                 acc,
                 peer,
-            } => self.mma_store(tile, ld, acc, peer.as_deref()),
+            } => self.mma_store(tile, ld, acc, peer.as_deref(), *add),
             other => Err(not_in_family(other)),
         }
     }
@@ -169,6 +172,7 @@ impl FnBuilder<'_> {
         ld: &Expr,
         acc: &Expr,
         peer: Option<&Expr>,
+        add: bool,
     ) -> Result<String, String> {
         let t = self.expr(tile)?;
         let ld = self.expr(ld)?;
@@ -188,7 +192,17 @@ impl FnBuilder<'_> {
                 "getelementptr inbounds float, {pty} {base}, i64 {o}"
             ));
             let v = self.def(&format!("extractvalue [{n} x float] {c}, {i}"));
-            self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+            if !add {
+                self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+            } else if self.arch().kind() == TargetKind::Nvptx {
+                let (order, scope) = (MemOrder::Relaxed, MemScope::System);
+                self.ptx_rmw(RmwOp::Add, order, scope, &addr, &v, Scalar::F32)?;
+            } else {
+                let ss = self.arch().syncscope(MemScope::System);
+                self.inst(&format!(
+                    "atomicrmw fadd {pty} {addr}, float {v}{ss} monotonic, align 4"
+                ));
+            }
         }
         Ok(String::new())
     }
