@@ -5,9 +5,6 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
-    if std::env::var_os("CARGO_FEATURE_COMPILER").is_none() {
-        return;
-    }
     #[cfg(feature = "compiler")]
     build_lld_shim();
 }

@@ -14,9 +14,13 @@
 //! ([`mma_add_peer`]). Tiles are row-major with a leading dimension `ld` (elements between
 //! the starts of two rows), in global or block-shared memory.
 //!
-//! Every lane of a full warp must make the same matrix operations (as with the warp
-//! operations): launch blocks whose size is a multiple of [`warp_size`](super::warp_size)
-//! and call them outside branches that split a warp.
+//! Every lane of a full warp must make the same matrix operations with the same tile
+//! and `ld` (as with the warp operations): launch blocks whose size is a multiple of
+//! [`warp_size`](super::warp_size) and call them outside branches that split a warp.
+//!
+//! On NVIDIA a fragment load from block-shared memory whose rows start on 16-byte
+//! boundaries (tile address and `ld * size_of::<T>()` multiples of 16) is one `ldmatrix`;
+//! other loads read element by element.
 
 use super::{device_only, Symmetric};
 use core::marker::PhantomData;

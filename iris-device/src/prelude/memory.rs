@@ -47,3 +47,34 @@ pub fn copy<T: DeviceValue>(src: Symmetric<T>, dst: Symmetric<T>, from_peer: u32
 pub fn shared_array<T: DeviceValue, const N: usize>() -> *mut T {
     device_only("shared_array")
 }
+
+/// Starts copying `*src` (global memory) into `*dst` (block-shared memory) without
+/// waiting for it: `T` is 4, 8 or 16 bytes (`[bf16; 8]`, `f32x4`, `u32`, ..), both
+/// pointers aligned to its size. The copy belongs to the group that the next
+/// [`copy_async_commit`] closes; [`copy_async_wait`] waits for groups, then
+/// [`sync_threads`](super::sync_threads) shows the copies of every thread of the block.
+///
+/// On NVIDIA (sm_80 and later) it is `cp.async` (16 bytes bypass L1); where `dst` is not
+/// block-shared or `src` not global, and on AMD and the CPU, it is a load and a store
+/// made at once (commit and wait then have nothing to do).
+#[inline(always)]
+pub fn copy_async<T: DeviceValue>(dst: *mut T, src: *const T) {
+    let _ = (dst, src);
+    device_only("copy_async")
+}
+
+/// Closes the group of [`copy_async`] copies this thread started since the last commit.
+#[inline(always)]
+pub fn copy_async_commit() {
+    device_only("copy_async_commit")
+}
+
+/// Waits until at most `pending` of this thread's committed groups of [`copy_async`]
+/// copies are still in flight (`pending` is an integer literal: 0 waits for all). With
+/// two buffers, start the copies of the next tile, commit, and `copy_async_wait(1)`
+/// before using the current one.
+#[inline(always)]
+pub fn copy_async_wait(pending: u32) {
+    let _ = pending;
+    device_only("copy_async_wait")
+}

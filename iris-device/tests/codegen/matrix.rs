@@ -140,3 +140,96 @@ fn a_register_array_of_accumulators_stays_in_registers() {
         }
     }
 }
+
+/// A block's 32 x 32 tile of C through shared memory, two buffers deep: the next 32 x 32
+/// slices of A and B copied in with `copy_async` while the current ones feed `mma`.
+const PIPELINED: &str = r#"
+#[instances(T = [bf16])]
+pub fn pipelined<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+    let sa = shared_array::<T, 2560>(); // 2 x 32 rows x 40
+    let sb = shared_array::<T, 2560>(); // 2 x 32 rows x 40
+    let warp = thread_idx_x() / warp_size();
+    let (wr, wc) = ((warp / 2) * 16, (warp % 2) * 16);
+    let t = thread_idx_x();
+    let (r, c8) = (t / 4, (t % 4) * 8);
+    let mut acc = mma_zero();
+    copy_async(
+        unsafe { sa.add((r * 40 + c8) as usize) } as *mut [T; 8],
+        unsafe { a.add((r * k + c8) as usize) } as *const [T; 8],
+    );
+    copy_async(
+        unsafe { sb.add((r * 40 + c8) as usize) } as *mut [T; 8],
+        unsafe { b.add((r * n + c8) as usize) } as *const [T; 8],
+    );
+    copy_async_commit();
+    let mut k0 = 0u32;
+    while k0 < k {
+        let cur = (k0 / 32) % 2;
+        if k0 + 32 < k {
+            let next = 1 - cur;
+            copy_async(
+                unsafe { sa.add((next * 1280 + r * 40 + c8) as usize) } as *mut [T; 8],
+                unsafe { a.add((r * k + k0 + 32 + c8) as usize) } as *const [T; 8],
+            );
+            copy_async(
+                unsafe { sb.add((next * 1280 + r * 40 + c8) as usize) } as *mut [T; 8],
+                unsafe { b.add(((k0 + 32 + r) * n + c8) as usize) } as *const [T; 8],
+            );
+            copy_async_commit();
+            copy_async_wait(1);
+        } else {
+            copy_async_wait(0);
+        }
+        sync_threads();
+        for kk in 0..2 {
+            let fa = mma_load_a(unsafe { sa.add((cur * 1280 + wr * 40 + 16 * kk as u32) as usize) }, 40);
+            let fb = mma_load_b(unsafe { sb.add((cur * 1280 + 16 * kk as u32 * 40 + wc) as usize) }, 40);
+            acc = mma(fa, fb, acc);
+        }
+        sync_threads();
+        k0 += 32;
+    }
+    mma_store(unsafe { c.add((wr * n + wc) as usize) }, n, acc);
+}
+"#;
+
+#[test]
+fn shared_memory_tiles_use_async_copies_and_matrix_loads() {
+    let unit = unit_from_source("pipelined", PIPELINED);
+    for target in ALL_TARGETS {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                for want in [
+                    "cp.async.cg.shared.global [",
+                    "cp.async.commit_group",
+                    "cp.async.wait_group \t1",
+                    "cp.async.wait_group \t0",
+                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                    "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                ] {
+                    assert!(ptx.contains(want), "{name}: no `{want}`\n{ptx}");
+                }
+                // The pointers are known to be shared: no run-time address-space test
+                // (an alignment LLVM cannot prove keeps an element-by-element fallback).
+                for unwanted in ["isspacep", ".local"] {
+                    assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
+                }
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
+                for want in [
+                    "global_load_dwordx4",
+                    "ds_write_b128",
+                    "v_mfma_f32_16x16x16",
+                ] {
+                    assert!(asm.contains(want), "{name}: no `{want}`\n{asm}");
+                }
+                assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}

@@ -1,4 +1,5 @@
-//! The block: `sync_threads()`, `fence(order, scope)`, `shared_array::<T, N>()`.
+//! The block: `sync_threads()`, `fence(order, scope)`, `shared_array::<T, N>()`,
+//! `copy_async(dst, src)` with `copy_async_commit()` and `copy_async_wait(n)`.
 
 use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, MemOrder, SharedArray, Type};
 use super::super::CompileError;
@@ -44,8 +45,69 @@ impl FnBuilder<'_> {
                 ))
             }
             "shared_array" => self.shared_array(generics, c, span),
+            "copy_async" => self.copy_async(c, span),
+            "copy_async_commit" => {
+                self.arity(c, name, 0)?;
+                let op = Intrinsic::CopyAsyncCommit;
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
+            }
+            "copy_async_wait" => {
+                self.arity(c, name, 1)?;
+                let pending = match strip_block(&c.args[0]) {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => i.base10_parse::<u32>().ok().filter(|n| *n <= 7),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    CompileError::new(
+                        c.args[0].span(),
+                        "`copy_async_wait` takes the number of groups that may stay in flight as an integer literal from 0 to 7",
+                    )
+                })?;
+                let op = Intrinsic::CopyAsyncWait { pending };
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
+            }
             _ => Err(super::calls::unknown_intrinsic(name, span)),
         }
+    }
+
+    /// `copy_async(dst, src)`: pointers to one type of 4, 8 or 16 bytes.
+    fn copy_async(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
+        self.arity(c, "copy_async", 2)?;
+        let args = self.args(c)?;
+        let pointee = |e: &Expr, want_mut: bool| -> Result<Type, CompileError> {
+            match self.infer.shallow(&e.ty) {
+                Type::Ptr { pointee, mutable } if mutable || !want_mut => {
+                    Ok(self.infer.shallow(&pointee))
+                }
+                other => Err(CompileError::new(
+                    e.span,
+                    format!(
+                        "`copy_async` takes `{}` pointers, found `{}`",
+                        if want_mut { "*mut T" } else { "*const T" },
+                        self.infer.describe(&other)
+                    ),
+                )),
+            }
+        };
+        let dst = pointee(&args[0], true)?;
+        let src = pointee(&args[1], false)?;
+        self.infer.unify(&src, &dst, args[1].span)?;
+        let ty = self.infer.shallow(&dst);
+        if !matches!(ty.size(), Some(4 | 8 | 16)) {
+            return Err(CompileError::new(
+                span,
+                format!(
+                    "`copy_async` moves 4, 8 or 16 bytes (`[bf16; 8]`, `f32x4`, `u32`, ..); `{}` is not one of them",
+                    self.infer.describe(&ty)
+                ),
+            ));
+        }
+        let [dst, src] = super::calls::operands(args);
+        let op = Intrinsic::CopyAsync { dst, src };
+        Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
     }
 
     fn shared_array(

@@ -17,7 +17,8 @@ use super::nodes::Intrinsic;
 pub enum Family {
     /// Thread, block and grid coordinates (`thread_idx_x`, ..).
     Ids,
-    /// The block: `sync_threads`, `fence`, `shared_array`.
+    /// The block: `sync_threads`, `fence`, `shared_array`, asynchronous copies into
+    /// shared memory.
     Block,
     /// Clocks and sleeping: `global_timer_ns`, `clock64`, `nanosleep`.
     Time,
@@ -128,6 +129,9 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("sync_threads", Family::Block),
     e("fence", Family::Block),
     e("shared_array", Family::Block),
+    e("copy_async", Family::Block),
+    e("copy_async_commit", Family::Block),
+    e("copy_async_wait", Family::Block),
     e("global_timer_ns", Family::Time),
     e("clock64", Family::Time),
     e("nanosleep", Family::Time),
@@ -215,7 +219,12 @@ impl Intrinsic {
         use Intrinsic::*;
         match self {
             ThreadIdx(_) | BlockIdx(_) | BlockDim(_) | GridDim(_) => Family::Ids,
-            SyncThreads | Fence { .. } | SharedArray { .. } => Family::Block,
+            SyncThreads
+            | Fence { .. }
+            | SharedArray { .. }
+            | CopyAsync { .. }
+            | CopyAsyncCommit
+            | CopyAsyncWait { .. } => Family::Block,
             GlobalTimerNs | Clock64 | Nanosleep { .. } => Family::Time,
             RemoteLoad { .. } | RemoteStore { .. } | Get { .. } | Put { .. } | Copy { .. } => {
                 Family::Memory

@@ -508,6 +508,20 @@ pub enum Intrinsic {
         /// Index into the function's shared arrays.
         index: usize,
     },
+    /// `copy_async(dst, src)`: `*src` (4, 8 or 16 bytes) into shared `*dst`, not waited for.
+    CopyAsync {
+        /// Where to (block-shared memory).
+        dst: Operand,
+        /// From where (global memory).
+        src: Operand,
+    },
+    /// `copy_async_commit()`.
+    CopyAsyncCommit,
+    /// `copy_async_wait(pending)`.
+    CopyAsyncWait {
+        /// Groups that may still be in flight, a constant.
+        pending: u32,
+    },
     /// `ptr.add(count)` (and `sub`, `offset`): moved by `count` elements.
     PtrOffset {
         /// The pointer.
@@ -791,7 +805,10 @@ impl Intrinsic {
             | WarpSize
             | WarpId
             | WarpSync
-            | MmaZero => vec![],
+            | MmaZero
+            | CopyAsyncCommit
+            | CopyAsyncWait { .. } => vec![],
+            CopyAsync { dst, src } => vec![dst, src],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -858,7 +875,10 @@ impl Intrinsic {
             | WarpSize
             | WarpId
             | WarpSync
-            | MmaZero => vec![],
+            | MmaZero
+            | CopyAsyncCommit
+            | CopyAsyncWait { .. } => vec![],
+            CopyAsync { dst, src } => vec![dst, src],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],

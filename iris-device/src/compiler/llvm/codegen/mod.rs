@@ -184,7 +184,13 @@ fn set_data_layout(module: &Module, tm: &TargetMachine) {
 }
 
 fn optimise(module: &Module, tm: &TargetMachine) -> Result<(), String> {
-    let passes = cstring("default<O3>", "pipeline")?;
+    // After inlining, generic pointers that LLVM can trace to block-shared or global
+    // memory get their address space back, and the checks made on them (fragment loads
+    // test for shared memory and alignment) fold.
+    let passes = cstring(
+        "default<O3>,function(infer-address-spaces,instcombine,simplifycfg)",
+        "pipeline",
+    )?;
     let opts = PassOptions::new();
     // SAFETY: module, target machine and options are alive; an error is released here.
     unsafe {

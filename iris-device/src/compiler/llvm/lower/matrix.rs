@@ -146,7 +146,97 @@ impl FnBuilder<'_> {
     ) -> Result<String, String> {
         let p = self.expr(tile)?;
         let ld = self.expr(ld)?;
-        let layout = self.layout(role, &ld)?;
+        if self.arch().kind() != TargetKind::Nvptx || role == FragmentRole::Acc {
+            return self.mma_load_elements(role, elem, &p, &ld);
+        }
+        // NVIDIA: from block-shared memory with rows on 16-byte boundaries, one
+        // `ldmatrix` per fragment; otherwise element by element. Every lane passes the
+        // same tile and `ld` (the prelude requires it), so the branch is uniform, and it
+        // folds away where LLVM can tell the address space and the alignment.
+        let shared = self.is_space(&p, "shared");
+        let local = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
+        let addr = self.def(&format!("ptrtoint ptr addrspace(3) {local} to i32"));
+        let low = self.def(&format!("and i32 {addr}, 15"));
+        let aligned = self.def(&format!("icmp eq i32 {low}, 0"));
+        let ld_low = self.def(&format!("and i32 {ld}, 7"));
+        let ld_aligned = self.def(&format!("icmp eq i32 {ld_low}, 0"));
+        let ok = self.def(&format!("and i1 {shared}, {aligned}"));
+        let all = self.def(&format!("and i1 {ok}, {ld_aligned}"));
+        let (fast, slow, join) = (
+            self.label("ldmatrix"),
+            self.label("elements"),
+            self.label("loaded"),
+        );
+        self.cond_br(&all, &fast, &slow);
+        self.start_block(&fast);
+        let by_matrix = self.ldmatrix(role, elem, &p, &ld)?;
+        let from_fast = self.current_block().to_string();
+        self.jump(&join);
+        self.start_block(&slow);
+        let by_element = self.mma_load_elements(role, elem, &p, &ld)?;
+        let from_slow = self.current_block().to_string();
+        self.jump(&join);
+        self.start_block(&join);
+        let et = types::scalar_ty(elem);
+        Ok(self.def(&format!(
+            "phi [8 x {et}] [ {by_matrix}, %{from_fast} ], [ {by_element}, %{from_slow} ]"
+        )))
+    }
+
+    /// A fragment of the 16 x 16 tile at shared-memory `p` with one
+    /// `ldmatrix.sync.aligned.m8n8.x4` (`.trans` for B): lane `l` gives the address of row
+    /// `l % 16`, columns `8 * (l / 16)..`, so the four 8 x 8 matrices are the tile's
+    /// top-left, bottom-left, top-right and bottom-right quarters, which are this lane's
+    /// four registers in the `mma.m16n8k16` layout (for B, read transposed: rows are k).
+    fn ldmatrix(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        p: &str,
+        ld: &str,
+    ) -> Result<String, String> {
+        let lane = self.lane_id()?;
+        let row = self.def(&format!("and i32 {lane}, 15"));
+        let half = self.def(&format!("lshr i32 {lane}, 4"));
+        let col = self.def(&format!("shl i32 {half}, 3"));
+        let start = self.def(&format!("mul i32 {row}, {ld}"));
+        let at = self.def(&format!("add i32 {start}, {col}"));
+        let at = self.def(&format!("zext i32 {at} to i64"));
+        let et = types::scalar_ty(elem);
+        let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
+        let shared = self.def(&format!("addrspacecast ptr {addr} to ptr addrspace(3)"));
+        let f = if role == FragmentRole::B {
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+        } else {
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
+        };
+        let quad = "{ i32, i32, i32, i32 }";
+        self.m.declare(f, quad, "ptr addrspace(3)");
+        let regs = self.def(&format!("call {quad} @{f}(ptr addrspace(3) {shared})"));
+        let mut frag = "poison".to_string();
+        for r in 0..4 {
+            let word = self.def(&format!("extractvalue {quad} {regs}, {r}"));
+            let pair = self.def(&format!("bitcast i32 {word} to <2 x {et}>"));
+            for h in 0..2 {
+                let v = self.def(&format!("extractelement <2 x {et}> {pair}, i32 {h}"));
+                frag = self.def(&format!(
+                    "insertvalue [8 x {et}] {frag}, {et} {v}, {}",
+                    2 * r + h
+                ));
+            }
+        }
+        Ok(frag)
+    }
+
+    /// This lane's elements of the tile at `p`, one load each.
+    fn mma_load_elements(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        p: &str,
+        ld: &str,
+    ) -> Result<String, String> {
+        let layout = self.layout(role, ld)?;
         let et = types::scalar_ty(elem);
         let n = layout.offsets.len();
         let at = format!("[{n} x {et}]");

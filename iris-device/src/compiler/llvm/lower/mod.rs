@@ -22,6 +22,7 @@ mod atomics;
 mod builder;
 mod cast;
 mod control;
+mod copy_async;
 mod cpu;
 mod entry;
 mod expr;

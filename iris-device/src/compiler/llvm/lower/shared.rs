@@ -30,7 +30,8 @@ pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), Stri
 }
 
 impl FnBuilder<'_> {
-    /// `sync_threads()`, `fence(..)`, `shared_array::<T, N>()`.
+    /// `sync_threads()`, `fence(..)`, `shared_array::<T, N>()`, asynchronous copies (in
+    /// `copy_async.rs`).
     pub(super) fn lower_block(&mut self, op: &Intrinsic) -> Result<String, String> {
         match op {
             Intrinsic::SyncThreads => {
@@ -43,6 +44,15 @@ impl FnBuilder<'_> {
             }
             Intrinsic::Fence { order, scope } => Ok(self.fence(*order, *scope)),
             Intrinsic::SharedArray { index } => self.shared_array(*index),
+            Intrinsic::CopyAsync { dst, src } => self.copy_async(dst, src),
+            Intrinsic::CopyAsyncCommit => {
+                self.copy_async_commit();
+                Ok(String::new())
+            }
+            Intrinsic::CopyAsyncWait { pending } => {
+                self.copy_async_wait(*pending);
+                Ok(String::new())
+            }
             other => Err(not_in_family(other)),
         }
     }
