@@ -9,14 +9,15 @@
 //!
 //! The namespaces share the machine's host name, so every rank names its node with
 //! `IRIS_HOSTNAME`. Without namespaces (not root, no `ip`), the nodes are two host names
-//! on loopback, and each test prints that the namespace variant was skipped and why.
+//! on loopback, and each test prints that the namespace variant was skipped and why
+//! (`IRIS_TEST_NO_NETNS=1` asks for the loopback variant).
 //!
 //! The processes are this test binary again, running the `child` test with
 //! `IRIS_TEST_ROLE` naming what to do; without that variable `child` does nothing.
 
 mod common;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, OnceLock};
@@ -240,7 +241,10 @@ impl Nodes {
             Ok(()) => nodes,
             Err(reason) => {
                 drop(nodes);
-                eprintln!(
+                // straight to the standard error, past the test harness's capture: never
+                // silent
+                let _ = writeln!(
+                    std::io::stderr().lock(),
                     "{test}: the network-namespace variant was SKIPPED ({reason}); running over loopback with IRIS_HOSTNAME naming the nodes instead"
                 );
                 // a port nobody listens on, and the next one free too with luck
@@ -261,6 +265,9 @@ impl Nodes {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root".into());
+        }
+        if std::env::var_os("IRIS_TEST_NO_NETNS").is_some() {
+            return Err("IRIS_TEST_NO_NETNS is set".into());
         }
         let veth = [format!("iv{tag}a"), format!("iv{tag}b")];
         ip(&["netns", "add", &names[0]])?;

@@ -16,7 +16,7 @@ use super::super::socket::{self, Conn, Kind, WireError};
 use super::super::wire::Reader;
 use super::faults::broadcast_abort;
 use super::faults::{died, protocol, Failure};
-use super::protocol::{decode_contribution, encode_welcome, Hello};
+use super::protocol::{decode_contribution, encode_welcome, Hello, RankList};
 use super::{Inner, Peer, ProcessRendezvous, Role};
 
 impl ProcessRendezvous {
@@ -194,7 +194,7 @@ pub(super) fn gather_hub(
     own: &Hello,
     timeout: Duration,
     check_nodes: bool,
-) -> Result<(Vec<Option<Peer>>, Vec<(String, u32)>)> {
+) -> Result<(Vec<Option<Peer>>, RankList)> {
     let size = own.world_size;
     let until = deadline(timeout);
     let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();

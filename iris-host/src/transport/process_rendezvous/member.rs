@@ -14,7 +14,7 @@ use super::super::endpoint::Endpoint;
 use super::super::socket::{Conn, Kind, WireError};
 use super::super::wire::Writer;
 use super::faults::{grace, protocol, Failure};
-use super::protocol::{decode_welcome, Hello};
+use super::protocol::{decode_welcome, Hello, RankList};
 use super::{Inner, ProcessRendezvous, Role};
 
 impl ProcessRendezvous {
@@ -93,7 +93,7 @@ pub(super) fn connect_member(
     endpoint: &Endpoint,
     hello: &Hello,
     timeout: Duration,
-) -> Result<(Conn, Vec<(String, u32)>)> {
+) -> Result<(Conn, RankList)> {
     let until = deadline(timeout + grace(timeout));
     let connect_until = deadline(timeout);
     let conn = loop {

@@ -78,7 +78,7 @@ pub struct ProcessRendezvous {
     /// Whether contributions may carry descriptors (not over TCP).
     carries_fds: bool,
     /// Every rank's host and process id, by rank.
-    ranks: Vec<(String, u32)>,
+    ranks: protocol::RankList,
     inner: Mutex<Inner>,
     late: Mutex<Option<LateListener>>,
 }

@@ -67,6 +67,9 @@ impl Hello {
     }
 }
 
+/// Every rank's host and process id, by rank.
+pub(super) type RankList = Vec<(String, u32)>;
+
 /// Every rank's host and process id, by rank: the hub's welcome.
 pub(super) fn encode_welcome(ranks: &[(String, u32)]) -> Vec<u8> {
     let mut w = Writer::new();
@@ -78,7 +81,7 @@ pub(super) fn encode_welcome(ranks: &[(String, u32)]) -> Vec<u8> {
 }
 
 /// What [`encode_welcome`] wrote, checked against the world size.
-pub(super) fn decode_welcome(bytes: &[u8], world_size: usize) -> Result<Vec<(String, u32)>> {
+pub(super) fn decode_welcome(bytes: &[u8], world_size: usize) -> Result<RankList> {
     let mut r = Reader::new("welcome", bytes);
     let n = r.usize()?;
     if n != world_size {
