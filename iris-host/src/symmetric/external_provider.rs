@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::{peer_table, AllocationRequest, PeerMask, SymmetricAddressMap, SymmetricProvider};
 use crate::module::DeviceSlot;
 use crate::rank::RankCore;
+use crate::transport::Collective;
 use iris_driver::sync::lock;
 use iris_driver::Stream;
 use iris_driver::{Error, Result};
@@ -21,6 +22,8 @@ pub struct ExternalProvider {
     _core: Arc<RankCore>,
     rank: usize,
     world_size: usize,
+    /// The node of each rank (ranks of other nodes are unreachable).
+    collective: Arc<dyn Collective>,
     device: Arc<DeviceSlot>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
@@ -37,10 +40,12 @@ impl ExternalProvider {
         let (rank, world_size, timeout) = (core.rank(), core.world_size(), core.timeout());
         let (device, stream) = (Arc::clone(core.device_slot()), Arc::clone(core.stream()));
         let error_word = core.error_word();
+        let collective = Arc::clone(core.collective());
         Self {
             _core: core,
             rank,
             world_size,
+            collective,
             device,
             stream,
             timeout,
@@ -51,7 +56,8 @@ impl ExternalProvider {
 
     /// Adopts an allocation of `bytes` bytes per rank whose copy on this rank is at
     /// `local` and on rank `r` at `peers[r]` (device addresses valid in this process; a
-    /// null entry marks a peer that could not be mapped: it is unreachable). Local: no
+    /// null entry marks a peer that could not be mapped: it is unreachable; so is every
+    /// rank of another node, whatever its entry). Local: no
     /// other rank takes part. Errors with [`Error::InvalidAddressMap`] when
     /// `peers.len()` is not the world size or `peers[rank] != local`.
     pub fn adopt(&self, local: u64, peers: &[u64], bytes: usize) -> Result<SymmetricAddressMap> {
@@ -68,7 +74,10 @@ impl ExternalProvider {
                 self.rank, peers[self.rank]
             )));
         }
-        let reachable = PeerMask::from_fn(self.world_size, |r| peers[r] != 0);
+        let node = self.collective.node_of(self.rank);
+        let reachable = PeerMask::from_fn(self.world_size, |r| {
+            peers[r] != 0 && self.collective.node_of(r) == node
+        });
         let table = self.upload_table(peers)?;
         let map = SymmetricAddressMap::new(
             self.rank,

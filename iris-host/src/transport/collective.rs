@@ -56,6 +56,14 @@ pub trait Collective: Send + Sync + fmt::Debug {
 
     /// Records that `rank` has left: no collective waits for it any more.
     fn depart(&self, rank: usize);
+
+    /// The index of the node `rank` runs on. Ranks of different nodes share no memory
+    /// and pass each other no file descriptors: a provider marks them unreachable. Every
+    /// rank of a world within one node is on node 0 (the default).
+    fn node_of(&self, rank: usize) -> usize {
+        let _ = rank;
+        0
+    }
 }
 
 impl Collective for Rendezvous {
@@ -170,6 +178,28 @@ pub(crate) fn all_gather<T: Gather>(
         .collect()
 }
 
+/// Rank `root`'s `bytes` on every rank, through `collective` (over the network when the
+/// ranks span nodes): a collective every rank enters with the same `op` and `root`; the
+/// other ranks' `bytes` are ignored (pass an empty vector). What a SHMEM library's
+/// bootstrap needs to hand rank 0's unique id to every rank.
+pub fn broadcast(
+    collective: &dyn Collective,
+    rank: usize,
+    root: usize,
+    op: &str,
+    bytes: Vec<u8>,
+) -> Result<Vec<u8>> {
+    if root >= collective.size() {
+        return Err(Error::InvalidConfig(format!(
+            "broadcast from rank {root} in a world of {} ranks",
+            collective.size()
+        )));
+    }
+    let mine = if rank == root { bytes } else { Vec::new() };
+    let mut all = collective.exchange(rank, op, mine, Vec::new())?;
+    Ok(std::mem::take(&mut all[root].bytes))
+}
+
 /// Encodes a failure message with a flag, for contributions that may carry an error.
 pub(crate) fn encode_status(w: &mut Writer, status: &Result<(), String>) {
     match status {
@@ -189,6 +219,22 @@ pub(crate) fn decode_status(r: &mut Reader<'_>) -> Result<Result<(), String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn broadcast_hands_the_root_bytes_to_every_rank() {
+        let rv = Rendezvous::new(3, std::time::Duration::from_secs(10));
+        let got: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|r| {
+                    let rv = &rv;
+                    s.spawn(move || broadcast(rv, r, 1, "unique id", vec![r as u8; 4]).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(got.iter().all(|b| b == &vec![1u8; 4]), "{got:?}");
+        assert!(broadcast(&rv, 0, 3, "x", vec![]).is_err());
+    }
 
     #[test]
     fn gather_values_round_trip() {

@@ -16,10 +16,25 @@
 //! not below the world size, or a local rank not below the local world size is an
 //! [`Error::InvalidEnv`] naming the variable. `IRIS_JOB_ID`, when set, is the job id
 //! whatever the launcher.
+//!
+//! ## Where the ranks meet
+//!
+//! Whatever the launcher, torchrun's `MASTER_ADDR` and `MASTER_PORT` name rank 0's node
+//! and a port. The job's ranks meet over the network ([`RankEnv::network`]) when both
+//! are set, unless the launcher says that every rank runs on this node (its local world
+//! size equals the world size): then, and when they are not set, they meet over an
+//! abstract Unix socket of this node. `IRIS_RENDEZVOUS=tcp` or `unix` overrides the
+//! choice (`tcp` needs `MASTER_ADDR` and `MASTER_PORT`).
+//!
+//! Rank 0 listens on port `MASTER_PORT + 1`, or `IRIS_MASTER_PORT` when set: the port
+//! `MASTER_PORT` itself is held by torchrun's own store (and by `torch.distributed`'s),
+//! which the same job may use beside iris. Without a job id from the launcher, a
+//! network job's id is `tcp:MASTER_ADDR:MASTER_PORT`.
 
 use std::collections::HashMap;
 use std::fmt;
 
+use super::NetworkAddr;
 use iris_driver::{Error, Result};
 
 /// The launcher whose variables told this process its rank.
@@ -71,6 +86,17 @@ pub struct RankEnv {
     pub job_id: Option<String>,
     /// The variables the rank and the world size were read from (for messages).
     pub vars: (&'static str, &'static str),
+    /// Where rank 0 listens when the job's ranks meet over the network; `None` when
+    /// they meet on this node (see the module's documentation).
+    pub network: Option<NetworkAddr>,
+}
+
+impl RankEnv {
+    /// Whether the launcher says the job spans several nodes (its local world size is
+    /// below the world size).
+    pub fn multi_node(&self) -> bool {
+        self.local_world_size.is_some_and(|l| l < self.world_size)
+    }
 }
 
 /// The variables of one launcher.
@@ -115,6 +141,14 @@ const SPECS: [Spec; 4] = [
 
 /// The variables `iris-run` sets, besides the rank and sizes.
 pub const IRIS_JOB_ID: &str = "IRIS_JOB_ID";
+/// Rank 0's node, for a job whose ranks meet over the network (torchrun's name).
+pub const MASTER_ADDR: &str = "MASTER_ADDR";
+/// The job's port on rank 0's node (torchrun's name); rank 0 listens on the next one.
+pub const MASTER_PORT: &str = "MASTER_PORT";
+/// The port rank 0 listens on, instead of `MASTER_PORT + 1`.
+pub const IRIS_MASTER_PORT: &str = "IRIS_MASTER_PORT";
+/// `tcp` or `unix`: where the ranks meet, instead of the automatic choice.
+pub const IRIS_RENDEZVOUS: &str = "IRIS_RENDEZVOUS";
 
 /// Where this process sits in its job, from `env` (variable name to value); `None` when
 /// no launcher's rank variable is set.
@@ -193,7 +227,16 @@ pub fn rank_env(env: &HashMap<String, String>) -> Result<Option<RankEnv>> {
             reason: format!("local rank {local} is not below {}={world_size}", spec.size),
         });
     }
-    let job_id = job_id(spec.launcher, &get)?;
+    let mut job_id = job_id(spec.launcher, &get)?;
+    let one_node = local_world_size == Some(world_size);
+    let network = network(&get, one_node)?;
+    if let (None, Some(_)) = (&job_id, &network) {
+        job_id = Some(format!(
+            "tcp:{}:{}",
+            get(MASTER_ADDR).unwrap_or_default(),
+            get(MASTER_PORT).unwrap_or_default()
+        ));
+    }
     Ok(Some(RankEnv {
         launcher: spec.launcher,
         rank,
@@ -202,6 +245,66 @@ pub fn rank_env(env: &HashMap<String, String>) -> Result<Option<RankEnv>> {
         local_world_size,
         job_id,
         vars: (spec.rank, spec.size),
+        network,
+    }))
+}
+
+/// Where rank 0 listens, when the ranks meet over the network.
+fn network<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    one_node: bool,
+) -> Result<Option<NetworkAddr>> {
+    let forced = match get(IRIS_RENDEZVOUS) {
+        None | Some("auto") => None,
+        Some("tcp") => Some(true),
+        Some("unix") => Some(false),
+        Some(other) => {
+            return Err(Error::InvalidEnv {
+                var: IRIS_RENDEZVOUS,
+                value: other.into(),
+                reason: "expected `tcp`, `unix` or `auto`".into(),
+            })
+        }
+    };
+    let (addr, port) = (get(MASTER_ADDR), get(MASTER_PORT));
+    let wanted = forced.unwrap_or(addr.is_some() && port.is_some() && !one_node);
+    if !wanted {
+        return Ok(None);
+    }
+    let missing = |var: &'static str| Error::InvalidEnv {
+        var,
+        value: String::new(),
+        reason: format!(
+            "{IRIS_RENDEZVOUS}=tcp needs {MASTER_ADDR} and {MASTER_PORT} (rank 0's node and a port)"
+        ),
+    };
+    let host = addr.ok_or_else(|| missing(MASTER_ADDR))?;
+    let port_value = port.ok_or_else(|| missing(MASTER_PORT))?;
+    let bad_port = |var: &'static str, value: &str, reason: &str| Error::InvalidEnv {
+        var,
+        value: value.into(),
+        reason: reason.into(),
+    };
+    let master: u16 = port_value
+        .parse()
+        .map_err(|_| bad_port(MASTER_PORT, port_value, "expected a port, 0 to 65535"))?;
+    let port = match get(IRIS_MASTER_PORT) {
+        Some(v) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| bad_port(IRIS_MASTER_PORT, v, "expected a port, 1 to 65535"))?,
+        None => master.checked_add(1).ok_or_else(|| {
+            bad_port(
+                MASTER_PORT,
+                port_value,
+                "rank 0 listens on MASTER_PORT + 1, which is not a port: set IRIS_MASTER_PORT",
+            )
+        })?,
+    };
+    Ok(Some(NetworkAddr {
+        host: host.to_string(),
+        port,
     }))
 }
 
@@ -398,6 +501,107 @@ mod tests {
             ("SLURM_STEP_TASKS_PER_NODE", "2(x3),1"),
         ]);
         assert_eq!(e.local_world_size, Some(2));
+    }
+
+    #[test]
+    fn master_addr_picks_the_network_unless_the_job_is_on_one_node() {
+        let torchrun = |local_size: &str, extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![
+                ("RANK", "3"),
+                ("WORLD_SIZE", "4"),
+                ("LOCAL_RANK", "1"),
+                ("MASTER_ADDR", "10.0.0.1"),
+                ("MASTER_PORT", "29500"),
+            ];
+            if !local_size.is_empty() {
+                pairs.push(("LOCAL_WORLD_SIZE", local_size));
+            }
+            pairs.extend_from_slice(extra);
+            rank_env(&env(&pairs))
+        };
+        let addr = |port| {
+            Some(NetworkAddr {
+                host: "10.0.0.1".into(),
+                port,
+            })
+        };
+        let e = torchrun("2", &[]).unwrap().unwrap();
+        assert!(e.multi_node());
+        assert_eq!(e.network, addr(29501));
+        assert_eq!(e.job_id.as_deref(), Some("torchrun::10.0.0.1:29500:"));
+        // one node: the Unix rendezvous, as before
+        assert_eq!(torchrun("4", &[]).unwrap().unwrap().network, None);
+        // the launcher does not say: the network works either way
+        assert_eq!(torchrun("", &[]).unwrap().unwrap().network, addr(29501));
+        let e = torchrun(
+            "4",
+            &[("IRIS_RENDEZVOUS", "tcp"), ("IRIS_MASTER_PORT", "4000")],
+        );
+        assert_eq!(e.unwrap().unwrap().network, addr(4000));
+        let e = torchrun("2", &[("IRIS_RENDEZVOUS", "unix")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.network, None);
+        // iris-run across nodes sets the same variables
+        let e = found(&[
+            ("IRIS_RANK", "2"),
+            ("IRIS_WORLD_SIZE", "4"),
+            ("IRIS_LOCAL_RANK", "0"),
+            ("IRIS_LOCAL_WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "node-a"),
+            ("MASTER_PORT", "7000"),
+        ]);
+        assert_eq!(e.job_id.as_deref(), Some("tcp:node-a:7000"));
+        assert_eq!(
+            e.network.map(|n| (n.host, n.port)),
+            Some(("node-a".into(), 7001))
+        );
+        // without MASTER_ADDR a multi-node job has no network address (refused when the
+        // world is set up, naming MASTER_ADDR)
+        let e = found(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "4"),
+            ("LOCAL_WORLD_SIZE", "2"),
+        ]);
+        assert!(e.multi_node() && e.network.is_none());
+    }
+
+    #[test]
+    fn network_variables_are_checked() {
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![("RANK", "0"), ("WORLD_SIZE", "2")];
+            pairs.extend_from_slice(extra);
+            rank_env(&env(&pairs)).unwrap_err()
+        };
+        names(
+            &with(&[("MASTER_ADDR", "a"), ("MASTER_PORT", "http")]),
+            "MASTER_PORT",
+            "expected a port",
+        );
+        names(
+            &with(&[("MASTER_ADDR", "a"), ("MASTER_PORT", "65535")]),
+            "MASTER_PORT",
+            "set IRIS_MASTER_PORT",
+        );
+        names(
+            &with(&[
+                ("MASTER_ADDR", "a"),
+                ("MASTER_PORT", "1"),
+                ("IRIS_MASTER_PORT", "0"),
+            ]),
+            "IRIS_MASTER_PORT",
+            "1 to 65535",
+        );
+        names(
+            &with(&[("IRIS_RENDEZVOUS", "tcp")]),
+            "MASTER_ADDR",
+            "needs MASTER_ADDR",
+        );
+        names(
+            &with(&[("IRIS_RENDEZVOUS", "udp")]),
+            "IRIS_RENDEZVOUS",
+            "`tcp`",
+        );
     }
 
     #[test]

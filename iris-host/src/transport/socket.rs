@@ -1,4 +1,5 @@
-//! Framed messages with file descriptors over an abstract-namespace Unix stream socket.
+//! Framed messages with file descriptors over a stream socket: an abstract-namespace
+//! Unix socket (inside a node), or a TCP connection (between nodes; no descriptors).
 //!
 //! A frame is a 24-byte header (magic, kind, rank, descriptor count, payload length)
 //! followed by the payload; its descriptors travel with `SCM_RIGHTS` on the header's
@@ -137,7 +138,11 @@ pub(crate) fn listen(name: &[u8]) -> io::Result<OwnedFd> {
 /// Accepts one pending connection, if any.
 pub(crate) fn accept(listener: BorrowedFd<'_>) -> io::Result<Option<Conn>> {
     match rustix::net::accept_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
-        Ok(fd) => Ok(Some(Conn { fd })),
+        Ok(fd) => {
+            // frames are small and answered at once; a Unix socket refuses the option
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+            Ok(Some(Conn { fd }))
+        }
         Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -215,6 +220,11 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// A connection over `fd`, a connected non-blocking stream socket.
+    pub(crate) fn from_fd(fd: OwnedFd) -> Conn {
+        Conn { fd }
+    }
+
     /// The socket, for polling.
     pub(crate) fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

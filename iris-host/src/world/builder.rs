@@ -1,5 +1,5 @@
 //! `World`: run a closure as every rank of a world, the ranks being threads of this
-//! process or processes of one node (one rank each).
+//! process or processes of one or several nodes (one rank each).
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,7 +37,9 @@ enum Ranks {
 /// - [`World::from_env`]: this process is one rank of a job started by a launcher
 ///   (`iris-run -n N`, torchrun, Open MPI, Slurm; see [`env`](super::env)), on device
 ///   `local_rank % device_count`; the job's ranks meet at a rendezvous over an
-///   abstract-namespace Unix socket and map each other's memory.
+///   abstract-namespace Unix socket and map each other's memory, or, for a job on
+///   several nodes (`MASTER_ADDR`/`MASTER_PORT`), over TCP, mapping only the memory of
+///   their node's ranks (the others are unreachable; see `docs/nodes.md`).
 ///
 /// ```
 /// # use iris_host::World;

@@ -1,5 +1,6 @@
-//! Setting up this process as one rank of a job: join the job's rendezvous, export this
-//! rank's heap, map every other rank's.
+//! Setting up this process as one rank of a job: join the job's rendezvous (of this node,
+//! or over the network for a job on several nodes), export this rank's heap, map every
+//! other rank's of this node (the ranks of other nodes are unreachable).
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
@@ -10,9 +11,10 @@ use super::shared::{release_heaps, SharedHeap, WorldLayout};
 use super::WorldShared;
 use crate::module::DeviceSlot;
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
-use crate::transport::env::IRIS_JOB_ID;
+use crate::transport::env::{IRIS_JOB_ID, MASTER_ADDR};
 use crate::transport::{
-    decode_status, encode_status, Collective, ProcessRendezvous, RankEnv, Reader, Writer,
+    decode_status, encode_status, Collective, NetworkRendezvous, NodeClaim, ProcessRendezvous,
+    RankEnv, Reader, Writer,
 };
 use iris_driver::{Backend, MemoryKind};
 use iris_driver::{Error, Result};
@@ -32,11 +34,17 @@ pub(super) fn setup(
         launcher = %env.launcher
     )
     .entered();
-    if let Some(local) = env.local_world_size.filter(|&l| l != env.world_size) {
-        return Err(Error::InvalidConfig(format!(
-            "the job spans several nodes ({local} of its {} ranks on this one, as {} says): ranks as processes meet on one node only",
-            env.world_size, env.launcher
-        )));
+    if let (true, None) = (env.multi_node(), &env.network) {
+        return Err(Error::InvalidEnv {
+            var: MASTER_ADDR,
+            value: String::new(),
+            reason: format!(
+                "the job spans several nodes ({} of its {} ranks on this one, as {} says): set MASTER_ADDR and MASTER_PORT to rank 0's node and a port, for the ranks to meet over the network",
+                env.local_world_size.unwrap_or(0),
+                env.world_size,
+                env.launcher
+            ),
+        });
     }
     let job_id = env.job_id.as_deref().ok_or_else(|| Error::InvalidEnv {
         var: IRIS_JOB_ID,
@@ -53,15 +61,29 @@ pub(super) fn setup(
             reason: "it found no device".into(),
         });
     }
-    let ordinal = env.local_rank.unwrap_or(env.rank) % count;
-    let slot = DeviceSlot::of(backend.device(ordinal)?);
-    let rendezvous = Arc::new(ProcessRendezvous::join(
-        job_id,
-        env.rank,
-        env.world_size,
-        timeout,
-    )?);
-    let collective: Arc<dyn Collective> = rendezvous;
+    let (collective, local_rank): (Arc<dyn Collective>, usize) = match &env.network {
+        Some(addr) => {
+            let claim = NodeClaim {
+                local_rank: env.local_rank,
+                local_world_size: env.local_world_size,
+            };
+            let rendezvous =
+                NetworkRendezvous::join(job_id, addr, env.rank, env.world_size, claim, timeout)?;
+            let local = rendezvous.layout().local_rank(env.rank);
+            (Arc::new(rendezvous), local)
+        }
+        None => {
+            let rendezvous = ProcessRendezvous::join(job_id, env.rank, env.world_size, timeout)?;
+            (Arc::new(rendezvous), env.local_rank.unwrap_or(env.rank))
+        }
+    };
+    let slot = match backend.device(local_rank % count) {
+        Ok(device) => DeviceSlot::of(device),
+        Err(err) => {
+            collective.poison(env.rank, format!("failed to set up: {err}"));
+            return Err(err);
+        }
+    };
     let exchanged = exchange_heaps(env, heap_bytes, &slot, &*collective);
     let (heaps, reachable, release) = match exchanged {
         Ok(done) => done,
@@ -178,7 +200,8 @@ fn exchange_heaps(
                     None => 0,
                 }
             };
-            if base != 0 {
+            // a rank of another node is never reachable (it passed no descriptor)
+            if base != 0 && collective.node_of(r) == collective.node_of(env.rank) {
                 reachable.insert(r);
             }
             heaps.push(RankHeap {

@@ -1,9 +1,13 @@
 //! The logic of the `iris-run` launcher: start N processes of one program as the ranks of
-//! a fresh job, forward their output line by line with a `[rank K] ` prefix, and stop the
-//! job when a rank fails.
+//! a fresh job (or as this node's ranks of a job on several nodes, torchrun's way: one
+//! `iris-run` a node, each with `--nnodes`, `--node-rank`, `--master-addr`,
+//! `--master-port`), forward their output line by line with a `[rank K] ` prefix, and
+//! stop this node's ranks when one fails.
 //!
 //! Each rank gets `IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_LOCAL_RANK`,
-//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see `iris_host::transport::env`), its
+//! `IRIS_LOCAL_WORLD_SIZE` and `IRIS_JOB_ID` (see `iris_host::transport::env`), the same
+//! values under torchrun's names (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
+//! `LOCAL_WORLD_SIZE`), `MASTER_ADDR` and `MASTER_PORT`, its
 //! own process group (so that stopping it also stops what it started), standard input
 //! from `/dev/null`, and is killed if the launcher dies. When a rank exits with a non-zero
 //! code or is killed by a signal, the launcher sends the other ranks `SIGTERM` (then
@@ -39,32 +43,57 @@ pub enum Invocation {
 /// A job to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// How many ranks (processes).
+    /// How many ranks (processes) on this node.
     pub ranks: usize,
+    /// How many nodes the job spans (one `iris-run` each).
+    pub nnodes: usize,
+    /// This node's index, from 0: its ranks are `node_rank * ranks ..`.
+    pub node_rank: usize,
+    /// Rank 0's node.
+    pub master_addr: String,
+    /// The job's port on rank 0's node (its hub listens on the next one).
+    pub master_port: u16,
     /// The program every rank runs.
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
 }
 
+/// torchrun's default `--master-addr`.
+pub const DEFAULT_MASTER_ADDR: &str = "127.0.0.1";
+/// torchrun's default `--master-port`.
+pub const DEFAULT_MASTER_PORT: u16 = 29500;
+
 /// The usage text.
 pub const USAGE: &str = "\
-usage: iris-run -n N [--] PROGRAM [ARGS...]
+usage: iris-run -n N [--nnodes M --node-rank K --master-addr HOST --master-port P]
+                [--] PROGRAM [ARGS...]
 
-Runs N processes of PROGRAM as the ranks of one job on this node. Each gets IRIS_RANK,
-IRIS_WORLD_SIZE, IRIS_LOCAL_RANK, IRIS_LOCAL_WORLD_SIZE and IRIS_JOB_ID; its output is
-forwarded with a `[rank K] ` prefix. When a rank fails, the others are stopped and
-iris-run exits non-zero, naming the rank.
+Runs N processes of PROGRAM as the ranks of one job on this node; with --nnodes M, as
+node K's N ranks of a job of M*N ranks on M nodes (run one iris-run on each node, with
+the same M, N, HOST and P). Each rank gets IRIS_RANK, IRIS_WORLD_SIZE, IRIS_LOCAL_RANK,
+IRIS_LOCAL_WORLD_SIZE, IRIS_JOB_ID, the same values as RANK, WORLD_SIZE, LOCAL_RANK,
+LOCAL_WORLD_SIZE, and MASTER_ADDR, MASTER_PORT; its output is forwarded with a
+`[rank K] ` prefix. When a rank fails, this node's other ranks are stopped and iris-run
+exits non-zero, naming the rank (the other nodes' ranks learn it from the rendezvous).
 
 options:
-  -n, --ranks N   number of ranks (processes), at least 1
-  -h, --help      print this help
-  -V, --version   print the version";
+  -n, --ranks, --nproc-per-node N   ranks (processes) on this node, at least 1
+  --nnodes M                        nodes of the job (default 1)
+  --node-rank K                     this node's index, below M (default 0)
+  --master-addr HOST                rank 0's node (default 127.0.0.1)
+  --master-port P                   the job's port there (default 29500); rank 0's
+                                    rendezvous listens on P + 1
+  -h, --help                        print this help
+  -V, --version                     print the version";
 
 /// Parses the arguments after the program name.
 pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
     let mut args = args.into_iter();
     let mut ranks: Option<usize> = None;
+    let (mut nnodes, mut node_rank) = (1usize, 0usize);
+    let mut master_addr = DEFAULT_MASTER_ADDR.to_string();
+    let mut master_port = DEFAULT_MASTER_PORT;
     let parse_ranks = |v: &str| -> Result<usize, String> {
         match v.parse::<usize>() {
             Ok(n) if n >= 1 => Ok(n),
@@ -80,23 +109,59 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
         let Some(text) = arg.to_str() else {
             break arg;
         };
-        match text {
+        // `--option=value` and `--option value`
+        let (name, inline) = match text.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_string())),
+            _ => (text, None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => args
+                    .next()
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .ok_or_else(|| format!("{name} expects {what}")),
+            }
+        };
+        match name {
             "--" => match args.next() {
                 Some(program) => break program,
                 None => return Err("no program after `--`".into()),
             },
             "-h" | "--help" => return Ok(Invocation::Help),
             "-V" | "--version" => return Ok(Invocation::Version),
-            "-n" | "--ranks" | "-np" => {
-                let value = args
-                    .next()
-                    .ok_or_else(|| format!("{text} expects a number of ranks"))?;
-                ranks = Some(parse_ranks(&value.to_string_lossy())?);
+            "-n" | "--ranks" | "-np" | "--nproc-per-node" | "--nproc_per_node" => {
+                ranks = Some(parse_ranks(&value("a number of ranks")?)?);
             }
-            _ if text.starts_with("--ranks=") => {
-                ranks = Some(parse_ranks(&text["--ranks=".len()..])?);
+            "--nnodes" => {
+                let v = value("a number of nodes")?;
+                nnodes = v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    format!("--nnodes expects a number of nodes of at least 1, got {v:?}")
+                })?;
             }
-            _ if text.starts_with("-n") && text.len() > 2 => {
+            "--node-rank" | "--node_rank" => {
+                let v = value("a node index")?;
+                node_rank = v
+                    .parse()
+                    .map_err(|_| format!("--node-rank expects a node index, got {v:?}"))?;
+            }
+            "--master-addr" | "--master_addr" => {
+                master_addr = value("a host")?;
+                if master_addr.trim().is_empty() {
+                    return Err("--master-addr expects a host".into());
+                }
+            }
+            "--master-port" | "--master_port" => {
+                let v = value("a port")?;
+                master_port = v
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|&p| p < u16::MAX)
+                    .ok_or_else(|| {
+                        format!("--master-port expects a port below 65535, got {v:?}")
+                    })?;
+            }
+            _ if text.starts_with("-n") && text.len() > 2 && !text.starts_with("--") => {
                 ranks = Some(parse_ranks(&text[2..])?);
             }
             _ if text.starts_with('-') => return Err(format!("unknown option {text}")),
@@ -104,8 +169,17 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
         }
     };
     let ranks = ranks.ok_or("the number of ranks is missing: -n N")?;
+    if node_rank >= nnodes {
+        return Err(format!(
+            "--node-rank {node_rank} is not below --nnodes {nnodes}"
+        ));
+    }
     Ok(Invocation::Run(Options {
         ranks,
+        nnodes,
+        node_rank,
+        master_addr,
+        master_port,
         program,
         args: args.collect(),
     }))
@@ -119,15 +193,44 @@ pub fn new_job_id() -> String {
     format!("iris-run-{}-{nanos:x}", std::process::id())
 }
 
-/// The variables rank `rank` of `ranks` of job `job_id` gets.
-pub fn rank_vars(rank: usize, ranks: usize, job_id: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("IRIS_RANK", rank.to_string()),
-        ("IRIS_WORLD_SIZE", ranks.to_string()),
-        ("IRIS_LOCAL_RANK", rank.to_string()),
-        ("IRIS_LOCAL_WORLD_SIZE", ranks.to_string()),
-        ("IRIS_JOB_ID", job_id.to_string()),
-    ]
+impl Options {
+    /// How many ranks the job has, on every node.
+    pub fn world_size(&self) -> usize {
+        self.ranks * self.nnodes
+    }
+
+    /// The rank of this node's `local`-th process.
+    pub fn global_rank(&self, local: usize) -> usize {
+        self.node_rank * self.ranks + local
+    }
+
+    /// The job's id: fresh for a job on this node; for a job on several nodes, the same
+    /// on every node (from rank 0's address).
+    pub fn job_id(&self) -> String {
+        if self.nnodes > 1 {
+            format!("iris-run:{}:{}", self.master_addr, self.master_port)
+        } else {
+            new_job_id()
+        }
+    }
+
+    /// The variables this node's `local`-th process gets, in job `job_id`.
+    pub fn rank_vars(&self, local: usize, job_id: &str) -> Vec<(&'static str, String)> {
+        let (rank, world) = (self.global_rank(local), self.world_size());
+        vec![
+            ("IRIS_RANK", rank.to_string()),
+            ("IRIS_WORLD_SIZE", world.to_string()),
+            ("IRIS_LOCAL_RANK", local.to_string()),
+            ("IRIS_LOCAL_WORLD_SIZE", self.ranks.to_string()),
+            ("IRIS_JOB_ID", job_id.to_string()),
+            ("RANK", rank.to_string()),
+            ("WORLD_SIZE", world.to_string()),
+            ("LOCAL_RANK", local.to_string()),
+            ("LOCAL_WORLD_SIZE", self.ranks.to_string()),
+            ("MASTER_ADDR", self.master_addr.clone()),
+            ("MASTER_PORT", self.master_port.to_string()),
+        ]
+    }
 }
 
 /// How a rank ended.
@@ -308,11 +411,11 @@ fn note(message: &str) {
     let _ = writeln!(err, "iris-run: {message}");
 }
 
-fn spawn_rank(options: &Options, rank: usize, job_id: &str) -> std::io::Result<Child> {
+fn spawn_rank(options: &Options, local: usize, job_id: &str) -> std::io::Result<Child> {
     let mut command = Command::new(&options.program);
     command
         .args(&options.args)
-        .envs(rank_vars(rank, options.ranks, job_id))
+        .envs(options.rank_vars(local, job_id))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -333,7 +436,7 @@ fn spawn_rank(options: &Options, rank: usize, job_id: &str) -> std::io::Result<C
 /// Errors only when a rank cannot be started (the ranks already started are stopped).
 pub fn run(options: &Options) -> Result<Outcome> {
     install_signal_handlers();
-    let job_id = new_job_id();
+    let job_id = options.job_id();
     let mut children: Vec<Child> = Vec::with_capacity(options.ranks);
     for rank in 0..options.ranks {
         match spawn_rank(options, rank, &job_id) {
@@ -345,7 +448,8 @@ pub fn run(options: &Options) -> Result<Outcome> {
                 }
                 return Err(Error::Io {
                     what: format!(
-                        "starting rank {rank} ({})",
+                        "starting rank {} ({})",
+                        options.global_rank(rank),
                         options.program.to_string_lossy()
                     ),
                     source,
@@ -355,8 +459,8 @@ pub fn run(options: &Options) -> Result<Outcome> {
     }
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let mut forwarders = 0usize;
-    for (rank, child) in children.iter_mut().enumerate() {
-        let prefix = format!("[rank {rank}] ");
+    for (local, child) in children.iter_mut().enumerate() {
+        let prefix = format!("[rank {}] ", options.global_rank(local));
         if let Some(out) = child.stdout.take() {
             let (p, tx) = (prefix.clone(), done_tx.clone());
             if std::thread::Builder::new()
@@ -438,7 +542,10 @@ pub fn run(options: &Options) -> Result<Outcome> {
                 exits[rank] = Some(exit);
                 if !exit.success() && first_failure.is_none() && stopping_since.is_none() {
                     first_failure = Some((rank, exit));
-                    note(&format!("rank {rank} {exit}; stopping the other ranks"));
+                    note(&format!(
+                        "rank {} {exit}; stopping the other ranks",
+                        options.global_rank(rank)
+                    ));
                     stop(&exits, libc::SIGTERM);
                     stopping_since = Some(Instant::now());
                 }
@@ -469,7 +576,8 @@ pub fn run(options: &Options) -> Result<Outcome> {
     };
     if let Some((rank, exit)) = outcome.first_failure {
         note(&format!(
-            "job failed: rank {rank} {exit} first; the other {} rank(s) were stopped or ended",
+            "job failed: rank {} {exit} first; the other {} rank(s) of this node were stopped or ended",
+            options.global_rank(rank),
             options.ranks - 1
         ));
     }
@@ -496,6 +604,10 @@ mod tests {
     fn run_options(ranks: usize, program: &str, args: &[&str]) -> Invocation {
         Invocation::Run(Options {
             ranks,
+            nnodes: 1,
+            node_rank: 0,
+            master_addr: DEFAULT_MASTER_ADDR.into(),
+            master_port: DEFAULT_MASTER_PORT,
             program: program.into(),
             args: args.iter().map(OsString::from).collect(),
         })
@@ -554,9 +666,73 @@ mod tests {
             outcome(Some((0, Exit::Signal(libc::SIGABRT)))).exit_code(),
             134
         );
-        let vars = rank_vars(2, 4, "job");
+        let Invocation::Run(options) = parse(&["-n", "4", "prog"]).unwrap() else {
+            panic!("not a run");
+        };
+        let vars = options.rank_vars(2, "job");
         assert!(vars.contains(&("IRIS_RANK", "2".into())));
         assert!(vars.contains(&("IRIS_JOB_ID", "job".into())));
+        assert!(vars.contains(&("MASTER_PORT", "29500".into())));
         assert_ne!(new_job_id(), new_job_id());
+        assert_ne!(options.job_id(), options.job_id());
+    }
+
+    #[test]
+    fn parses_torchrun_style_multi_node_options() {
+        let Invocation::Run(o) = parse(&[
+            "--nnodes=2",
+            "--node-rank",
+            "1",
+            "--nproc-per-node",
+            "3",
+            "--master-addr",
+            "10.1.0.1",
+            "--master_port=7000",
+            "prog",
+        ])
+        .unwrap() else {
+            panic!("not a run");
+        };
+        assert_eq!((o.nnodes, o.node_rank, o.ranks), (2, 1, 3));
+        assert_eq!((o.master_addr.as_str(), o.master_port), ("10.1.0.1", 7000));
+        assert_eq!((o.world_size(), o.global_rank(2)), (6, 5));
+        assert_eq!(o.job_id(), "iris-run:10.1.0.1:7000");
+        let vars = o.rank_vars(2, &o.job_id());
+        for expected in [
+            ("IRIS_RANK", "5"),
+            ("IRIS_WORLD_SIZE", "6"),
+            ("IRIS_LOCAL_RANK", "2"),
+            ("IRIS_LOCAL_WORLD_SIZE", "3"),
+            ("RANK", "5"),
+            ("WORLD_SIZE", "6"),
+            ("LOCAL_RANK", "2"),
+            ("LOCAL_WORLD_SIZE", "3"),
+            ("MASTER_ADDR", "10.1.0.1"),
+            ("MASTER_PORT", "7000"),
+        ] {
+            assert!(
+                vars.contains(&(expected.0, expected.1.into())),
+                "{expected:?}"
+            );
+        }
+        for (bad, says) in [
+            (
+                &["--nnodes", "2", "--node-rank", "2", "-n", "1", "p"][..],
+                "not below --nnodes 2",
+            ),
+            (&["--nnodes", "0", "-n", "1", "p"][..], "at least 1"),
+            (
+                &["--master-port", "65535", "-n", "1", "p"][..],
+                "below 65535",
+            ),
+            (&["--master-addr", "", "-n", "1", "p"][..], "expects a host"),
+            (
+                &["-n", "1", "--node-rank"][..],
+                "--node-rank expects a node index",
+            ),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! `iris-run -n N [--] PROGRAM [ARGS...]`: runs N processes of PROGRAM as the ranks of one
-//! job on this node (the logic is in `launcher.rs`).
+//! `iris-run -n N [--nnodes M --node-rank K --master-addr HOST --master-port P] [--]
+//! PROGRAM [ARGS...]`: runs N processes of PROGRAM as the ranks of one job on this node,
+//! or as node K's ranks of a job on M nodes (the logic is in `launcher.rs`).
 
 mod launcher;
 

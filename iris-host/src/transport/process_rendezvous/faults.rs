@@ -136,8 +136,8 @@ pub(super) fn protocol(from: usize, reason: &dyn std::fmt::Display) -> Failure {
     }
 }
 
-pub(super) fn died(pid: u32) -> String {
-    format!("closed its connection without leaving the job: its process (pid {pid}) exited or died")
+pub(super) fn died(pid: u32, host: &str) -> String {
+    format!("closed its connection without leaving the job: its process (pid {pid} on {host}) exited or died")
 }
 
 pub(super) fn broadcast_abort(peers: &mut [Option<Peer>], failure: &Failure) {

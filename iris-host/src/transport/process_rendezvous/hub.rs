@@ -11,11 +11,12 @@ use iris_driver::sync::deadline;
 use iris_driver::{Error, Result};
 
 use super::super::collective::Contribution;
+use super::super::nodes::NodeLayout;
 use super::super::socket::{self, Conn, Kind, WireError};
 use super::super::wire::Reader;
 use super::faults::broadcast_abort;
 use super::faults::{died, protocol, Failure};
-use super::protocol::{decode_contribution, Hello};
+use super::protocol::{decode_contribution, encode_welcome, Hello, RankList};
 use super::{Inner, Peer, ProcessRendezvous, Role};
 
 impl ProcessRendezvous {
@@ -120,7 +121,7 @@ impl ProcessRendezvous {
                         }
                     },
                     Err(WireError::Closed) => {
-                        let reason = died(peer.pid);
+                        let reason = died(peer.pid, &peer.host);
                         peer.gone = Some(reason.clone());
                         failure = Some(Failure::Peer {
                             peer: r,
@@ -165,7 +166,7 @@ impl ProcessRendezvous {
                 {
                     tracing::debug!(peer = p, %err, "a rank could not be sent its results");
                     peer.gone = Some(match err {
-                        WireError::Closed => died(peer.pid),
+                        WireError::Closed => died(peer.pid, &peer.host),
                         other => format!("could not be reached: {other}"),
                     });
                     break;
@@ -186,15 +187,18 @@ impl ProcessRendezvous {
 }
 
 /// Rank 0: waits for every other rank's hello; returns the connections by rank and the
-/// pid of every rank.
+/// host and pid of every rank. With `check_nodes`, what each rank's launcher says about
+/// its node must agree with the hosts the ranks name.
 pub(super) fn gather_hub(
     listener: BorrowedFd<'_>,
     own: &Hello,
     timeout: Duration,
-) -> Result<(Vec<Option<Peer>>, Vec<u32>)> {
+    check_nodes: bool,
+) -> Result<(Vec<Option<Peer>>, RankList)> {
     let size = own.world_size;
     let until = deadline(timeout);
     let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+    let mut claims = vec![own.claim; size];
     let mut unidentified: Vec<Conn> = Vec::new();
     let arrived = |peers: &[Option<Peer>]| (1..size).all(|r| peers[r].is_some());
     let abort_all = |peers: &mut Vec<Option<Peer>>, extra: &[Conn], failure: &Failure| {
@@ -300,26 +304,41 @@ pub(super) fn gather_hub(
                 unidentified.push(conn);
                 return Err(abort_all(&mut peers, &unidentified, &failure));
             }
+            claims[hello.rank] = hello.claim;
             peers[hello.rank] = Some(Peer {
                 conn,
                 pid: hello.pid,
+                host: hello.host,
                 gone: None,
             });
         }
     }
-    let mut pids = vec![own.pid; size];
-    for (r, peer) in peers.iter_mut().enumerate() {
+    let mut ranks = vec![(own.host.clone(), own.pid); size];
+    for (r, peer) in peers.iter().enumerate() {
         if let Some(peer) = peer {
-            pids[r] = peer.pid;
-            if let Err(err) = peer.conn.send(Kind::Welcome, 0, &[], &[], until) {
-                peer.gone = Some(match err {
-                    WireError::Closed => died(peer.pid),
-                    other => format!("could not be reached: {other}"),
-                });
-            }
+            ranks[r] = (peer.host.clone(), peer.pid);
         }
     }
-    Ok((peers, pids))
+    if check_nodes {
+        let hosts: Vec<String> = ranks.iter().map(|(h, _)| h.clone()).collect();
+        if let Err(details) = NodeLayout::from_hosts(&hosts).check_claims(&claims) {
+            let failure = Failure::Mismatch {
+                op: "the job's rendezvous (its nodes)".into(),
+                details,
+            };
+            return Err(abort_all(&mut peers, &[], &failure));
+        }
+    }
+    let welcome = encode_welcome(&ranks);
+    for peer in peers.iter_mut().flatten() {
+        if let Err(err) = peer.conn.send(Kind::Welcome, 0, &welcome, &[], until) {
+            peer.gone = Some(match err {
+                WireError::Closed => died(peer.pid, &peer.host),
+                other => format!("could not be reached: {other}"),
+            });
+        }
+    }
+    Ok((peers, ranks))
 }
 
 /// Accepts and refuses connections that arrive after the job has gathered (a second

@@ -1,5 +1,6 @@
 //! Every other rank's side: connecting to the hub (retrying until it listens), saying
-//! hello, and exchanging contributions through it.
+//! hello, learning every rank's host from the welcome, and exchanging contributions
+//! through it.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -9,10 +10,11 @@ use iris_driver::sync::deadline;
 use iris_driver::{Error, Result};
 
 use super::super::collective::Contribution;
-use super::super::socket::{self, Conn, Kind, WireError};
+use super::super::endpoint::Endpoint;
+use super::super::socket::{Conn, Kind, WireError};
 use super::super::wire::Writer;
 use super::faults::{grace, protocol, Failure};
-use super::protocol::Hello;
+use super::protocol::{decode_welcome, Hello, RankList};
 use super::{Inner, ProcessRendezvous, Role};
 
 impl ProcessRendezvous {
@@ -86,12 +88,16 @@ impl ProcessRendezvous {
 }
 
 /// Any other rank: connects to the hub (retrying until it listens), says hello, waits
-/// for the welcome.
-pub(super) fn connect_member(name: &[u8], hello: &Hello, timeout: Duration) -> Result<Conn> {
+/// for the welcome; returns the connection and every rank's host and pid.
+pub(super) fn connect_member(
+    endpoint: &Endpoint,
+    hello: &Hello,
+    timeout: Duration,
+) -> Result<(Conn, RankList)> {
     let until = deadline(timeout + grace(timeout));
     let connect_until = deadline(timeout);
     let conn = loop {
-        match socket::connect(name) {
+        match endpoint.connect(connect_until) {
             Ok(Some(conn)) => break conn,
             Ok(None) if Instant::now() < connect_until => {
                 std::thread::sleep(Duration::from_millis(10));
@@ -100,8 +106,9 @@ pub(super) fn connect_member(name: &[u8], hello: &Hello, timeout: Duration) -> R
                 return Err(Error::Timeout {
                     rank: Some(hello.rank),
                     what: format!(
-                        "the rendezvous of job {:?} (connecting to rank 0)",
-                        hello.job_id
+                        "the rendezvous of job {:?} (connecting to rank 0 at {})",
+                        hello.job_id,
+                        endpoint.describe()
                     ),
                     waited: timeout,
                     missing: vec![0],
@@ -109,7 +116,11 @@ pub(super) fn connect_member(name: &[u8], hello: &Hello, timeout: Duration) -> R
             }
             Err(source) => {
                 return Err(Error::Io {
-                    what: format!("connecting to the rendezvous of job {:?}", hello.job_id),
+                    what: format!(
+                        "connecting to the rendezvous of job {:?} at {}",
+                        hello.job_id,
+                        endpoint.describe()
+                    ),
                     source,
                 })
             }
@@ -128,7 +139,7 @@ pub(super) fn connect_member(name: &[u8], hello: &Hello, timeout: Duration) -> R
     }
     match conn.recv(until) {
         Ok(frame) => match frame.kind {
-            Kind::Welcome => Ok(conn),
+            Kind::Welcome => Ok((conn, decode_welcome(&frame.payload, hello.world_size)?)),
             Kind::Abort | Kind::Reject => Err(Failure::decode(&frame.payload)?.error(rank)),
             other => Err(protocol(0, &format!("unexpected {other:?}")).error(rank)),
         },

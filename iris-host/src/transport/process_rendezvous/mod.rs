@@ -1,17 +1,21 @@
-//! The meeting point of the ranks of one job when they are processes of one node: rank 0
-//! is the hub, listening on an abstract-namespace Unix socket named after the job id
-//! (nothing is left in the file system); the other ranks connect to it. A collective
-//! is one round: every rank sends the hub its contribution (bytes, and descriptors with
-//! `SCM_RIGHTS`), the hub sends every rank the others' contributions.
+//! The meeting point of the ranks of one job: rank 0 is the hub, listening on an
+//! [`Endpoint`]: an abstract-namespace Unix socket named after the job id (the processes
+//! of one node; nothing is left in the file system), or a TCP port (the processes of
+//! several nodes, through [`NetworkRendezvous`](super::NetworkRendezvous)); the other
+//! ranks connect to it. The code is one for both: only the endpoint differs, and a TCP
+//! connection never carries file descriptors. A collective is one round: every rank
+//! sends the hub its contribution (bytes, and descriptors with `SCM_RIGHTS` over Unix),
+//! the hub sends every rank the others' contributions.
 //!
 //! Every wait is bounded by the timeout (a rank waiting for the hub waits a little longer,
 //! so that the hub's verdict, which names the missing ranks, arrives first). The hub
 //! notices a rank whose connection closes (its process died) at once, and tells the
 //! other ranks, naming it. A failure is sticky: every later collective of this rank
 //! fails with it. Two processes claiming one rank is an error naming the rank, for both
-//! of them and, while the job is still gathering, for the whole job.
+//! of them and, while the job is still gathering, for the whole job. Every rank names its
+//! host in its hello, and learns every rank's host from the hub's welcome.
 //!
-//! - [`protocol`]: what ranks say (the hello, contributions);
+//! - [`protocol`]: what ranks say (the hello, the welcome, contributions);
 //! - [`faults`]: why a job stops (a failure the hub sends and every rank keeps);
 //! - [`hub`]: rank 0's side (gathering, exchanging, refusing late claimants);
 //! - [`member`]: every other rank's side (connecting, exchanging).
@@ -29,6 +33,8 @@ use iris_driver::sync::lock;
 use iris_driver::{Error, Result};
 
 use super::collective::{Collective, Contribution};
+use super::endpoint::Endpoint;
+use super::nodes::{hostname, NodeClaim};
 use super::socket::{self, Conn};
 use super::socket::{Kind, MAX_FDS};
 use super::wire::Writer;
@@ -41,6 +47,8 @@ use protocol::Hello;
 struct Peer {
     conn: Conn,
     pid: u32,
+    /// The node it runs on.
+    host: String,
     /// Why it is gone, once it is.
     gone: Option<String>,
 }
@@ -67,6 +75,10 @@ pub struct ProcessRendezvous {
     size: usize,
     timeout: Duration,
     job_id: String,
+    /// Whether contributions may carry descriptors (not over TCP).
+    carries_fds: bool,
+    /// Every rank's host and process id, by rank.
+    ranks: protocol::RankList,
     inner: Mutex<Inner>,
     late: Mutex<Option<LateListener>>,
 }
@@ -78,17 +90,43 @@ impl ProcessRendezvous {
     /// arrive within `timeout`, [`Error::RankConflict`] when another process claims a
     /// rank, [`Error::SymmetryMismatch`] when ranks disagree on the world size.
     pub fn join(job_id: &str, rank: usize, size: usize, timeout: Duration) -> Result<Self> {
+        let endpoint = Endpoint::Unix(socket::socket_name(job_id));
+        Self::join_at(&endpoint, job_id, rank, size, timeout, None)
+    }
+
+    /// [`join`](ProcessRendezvous::join) at `endpoint`. With `claim` (a network
+    /// rendezvous), every rank says what its launcher told it about its node, and the
+    /// hub checks it against the hosts the ranks name (`NodeLayout::check_claims`): a
+    /// disagreement is an [`Error::SymmetryMismatch`] for every rank.
+    pub(crate) fn join_at(
+        endpoint: &Endpoint,
+        job_id: &str,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+        claim: Option<NodeClaim>,
+    ) -> Result<Self> {
         if rank >= size {
             return Err(Error::InvalidConfig(format!(
                 "rank {rank} is outside a world of {size} ranks"
             )));
         }
         let _span = tracing::info_span!("rendezvous_join", rank, size, job_id).entered();
-        let this = |role| Self {
+        let hello = Hello {
+            rank,
+            world_size: size,
+            pid: std::process::id(),
+            job_id: job_id.to_string(),
+            host: hostname(),
+            claim: claim.unwrap_or_default(),
+        };
+        let this = |role, ranks| Self {
             rank,
             size,
             timeout,
             job_id: job_id.to_string(),
+            carries_fds: endpoint.carries_fds(),
+            ranks,
             inner: Mutex::new(Inner {
                 role,
                 failed: None,
@@ -97,20 +135,15 @@ impl ProcessRendezvous {
             late: Mutex::new(None),
         };
         if size == 1 {
-            return Ok(this(Role::Alone));
+            return Ok(this(Role::Alone, vec![(hello.host, hello.pid)]));
         }
-        let name = socket::socket_name(job_id);
-        let hello = Hello {
-            rank,
-            world_size: size,
-            pid: std::process::id(),
-            job_id: job_id.to_string(),
-        };
         if rank == 0 {
-            match socket::listen(&name) {
+            match endpoint.listen() {
                 Ok(listener) => {
-                    let (peers, pids) = gather_hub(listener.as_fd(), &hello, timeout)?;
-                    let rv = this(Role::Hub { peers });
+                    let check = claim.is_some();
+                    let (peers, ranks) = gather_hub(listener.as_fd(), &hello, timeout, check)?;
+                    let pids = ranks.iter().map(|(_, pid)| *pid).collect();
+                    let rv = this(Role::Hub { peers }, ranks);
                     *lock(&rv.late) = Some(LateListener::start(listener, job_id, pids));
                     return Ok(rv);
                 }
@@ -119,14 +152,22 @@ impl ProcessRendezvous {
                 }
                 Err(source) => {
                     return Err(Error::Io {
-                        what: format!("listening for the ranks of job {job_id:?}"),
+                        what: format!(
+                            "listening for the ranks of job {job_id:?} on {}",
+                            endpoint.describe()
+                        ),
                         source,
                     })
                 }
             }
         }
-        let hub = connect_member(&name, &hello, timeout)?;
-        Ok(this(Role::Member { hub }))
+        let (hub, ranks) = connect_member(endpoint, &hello, timeout)?;
+        Ok(this(Role::Member { hub }, ranks))
+    }
+
+    /// Every rank's host (the node it runs on), by rank.
+    pub fn hosts(&self) -> Vec<String> {
+        self.ranks.iter().map(|(host, _)| host.clone()).collect()
     }
 
     /// This process's rank.
@@ -169,6 +210,12 @@ impl Collective for ProcessRendezvous {
             return Err(Error::InvalidConfig(format!(
                 "rank {rank} used the rendezvous of rank {} (one rank a process)",
                 self.rank
+            )));
+        }
+        if !fds.is_empty() && !self.carries_fds {
+            return Err(Error::InvalidConfig(format!(
+                "`{op}` passes {} descriptors through a rendezvous between nodes: descriptors travel only inside a node",
+                fds.len()
             )));
         }
         if fds.len() > MAX_FDS {
