@@ -23,16 +23,18 @@ iris::ccl::kernels_with_barrier! {
     mod probe {
         use iris::prelude::*;
 
-        /// One thread meets barrier slot 0 for `epoch` and records, at
-        /// `stamps[3 * (epoch - first)]`, when it started, when its wait ended, and the
-        /// wait's status (0, or 1 + the rank it gave up on).
+        /// One thread meets barrier slot 0 for its next epoch and records, at
+        /// `stamps[3 * (epoch - 1)]`, when it started, when its wait ended, and the wait's
+        /// status (0, or 1 + the rank it gave up on).
         #[kernel]
-        pub fn stamped_barrier(signals: Symmetric<u64>, stamps: *mut u64, me: u32, world: u32, first: u64, epoch: u64, timeout_ns: u64) {
+        pub fn stamped_barrier(signals: Symmetric<u64>, stamps: *mut u64, me: u32, world: u32, timeout_ns: u64) {
             if thread_idx_x() == 0 && block_idx_x() == 0 {
+                let epoch = ccl_epoch(signals, 0, me) + 1;
                 let start = global_timer_ns();
                 let status = ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
+                ccl_epoch_done(signals, 0, me, epoch);
                 let end = global_timer_ns();
-                let at = (3 * (epoch - first)) as usize;
+                let at = (3 * (epoch - 1)) as usize;
                 unsafe {
                     *stamps.add(at) = start;
                     *stamps.add(at + 1) = end;
@@ -44,7 +46,7 @@ iris::ccl::kernels_with_barrier! {
 }
 
 /// Words of the signal buffer before the flags (as `iris::ccl`'s barrier lays it out).
-const HEADER_WORDS: usize = 132;
+const HEADER_WORDS: usize = 260;
 
 struct Args {
     ranks: usize,
@@ -99,18 +101,8 @@ fn rank_round(iris: &Iris, a: &Args) -> iris::Result<Record> {
     let (me, w) = (iris.rank() as u32, world as u32);
     let timeout_ns = a.limit.as_nanos() as u64;
     let mut launched = Vec::with_capacity(a.epochs as usize);
-    for epoch in 1..=a.epochs {
-        probe::stamped_barrier::launch(
-            iris,
-            (1, 1),
-            &signals,
-            &stamps,
-            me,
-            w,
-            1,
-            epoch,
-            timeout_ns,
-        )?;
+    for _ in 1..=a.epochs {
+        probe::stamped_barrier::launch(iris, (1, 1), &signals, &stamps, me, w, timeout_ns)?;
         launched.push(host_ns());
     }
     iris.synchronize()?;

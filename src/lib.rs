@@ -49,10 +49,11 @@ pub use iris_macros::{device, kernel, kernels};
 // The runtime's public surface, named one by one: contexts and worlds, memory, symmetric
 // memory and its providers, launching, errors.
 pub use iris_host::{
-    rank_env_from_process, AsDevicePtr, BackendKind, Buffer, ConstI16, ConstI32, ConstI64, ConstI8,
-    ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8, ConstUsize, DeviceInfo, DevicePtr, Error,
-    Event, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv, Result,
-    ShmemBootstrap, ShmemEngine, SymmetricAddressMap, SymmetricBuffer, SymmetricProvider, World,
+    rank_env_from_process, AsDevicePtr, BackendKind, Buffer, CapturedGraph, ConstI16, ConstI32,
+    ConstI64, ConstI8, ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8, ConstUsize, DeviceInfo,
+    DevicePtr, Error, Event, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv,
+    Result, ShmemBootstrap, ShmemEngine, StreamRef, SymmetricAddressMap, SymmetricBuffer,
+    SymmetricProvider, World,
 };
 
 pub mod ccl;
@@ -62,7 +63,7 @@ pub mod ccl;
 /// working beside another library. Kernels and ranks never need it.
 pub mod driver {
     pub use iris_host::driver::{
-        open, open_default, Backend, BackendKind, Device, DeviceInfo, Event, LaunchDims,
+        open, open_default, Backend, BackendKind, Device, DeviceInfo, Event, Graph, LaunchDims,
         MemoryKind, Module, Stream,
     };
 }

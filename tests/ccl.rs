@@ -654,8 +654,10 @@ iris::ccl::kernels_with_barrier! {
         /// every thread checks what the previous rank wrote into its own slot. `errors[t]`
         /// counts wrong values; `errors[block_dim]` is the barrier's status.
         #[kernel]
-        pub fn ring_steps(buf: Symmetric<u64>, errors: *mut u64, signals: Symmetric<u64>, steps: u32, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
+        pub fn ring_steps(buf: Symmetric<u64>, errors: *mut u64, signals: Symmetric<u64>, steps: u32, me: u32, world: u32, timeout_ns: u64) {
             let status = shared_array::<u32, 1>();
+            // The slot's next `steps` epochs, counted on the device.
+            let epoch = ccl_epoch(signals, 0, me) + 1;
             let t = thread_idx_x();
             let threads = block_dim_x();
             let next = (me + 1) % world;
@@ -681,13 +683,15 @@ iris::ccl::kernels_with_barrier! {
             unsafe { *errors.add(t as usize) = wrong };
             if t == 0 {
                 unsafe { *errors.add(threads as usize) = *status as u64 };
+                ccl_epoch_done(signals, 0, me, epoch + steps as u64 - 1);
             }
         }
     }
 }
 
 /// A kernel of this test crate uses the barrier every iteration (through
-/// `kernels_with_barrier!`), with epochs reserved on the host.
+/// `kernels_with_barrier!`), its epochs counted on the device, and the collectives go on
+/// after it.
 #[test]
 fn user_kernel_meets_the_barrier_every_iteration() {
     let _one = one_world_at_a_time();
@@ -705,7 +709,6 @@ fn user_kernel_meets_the_barrier_every_iteration() {
                     // every rank's blocks resident (this kernel uses one block).
                     let config = ccl.launch_config_for(&ring::ring_steps::UNIT, threads as u32)?;
                     assert!(config.grid[0] >= 1 && config.block[0] == threads as u32);
-                    let epoch = ccl.reserve_epochs(u64::from(steps));
                     let (me, w) = (iris.rank() as u32, world as u32);
                     ring::ring_steps::launch(
                         iris,
@@ -716,7 +719,6 @@ fn user_kernel_meets_the_barrier_every_iteration() {
                         steps,
                         me,
                         w,
-                        epoch,
                         ccl.wait_limit_ns(),
                     )?;
                     // The collectives go on from the epochs after the kernel's.

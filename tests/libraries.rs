@@ -105,12 +105,13 @@ mod meet {
         out: *mut u32,
         me: u32,
         world: u32,
-        epoch: u64,
         timeout_ns: u64,
     ) {
         if thread_idx_x() == 0 {
             store(slots.add(me as usize), me + 1, (me + 1) % world);
+            let epoch = ccl_epoch(signals, 0, me) + 1;
             let status = ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
+            ccl_epoch_done(signals, 0, me, epoch);
             let prev = (me + world - 1) % world;
             unsafe {
                 *out = status;
@@ -133,7 +134,6 @@ fn another_crate_s_kernels_use_the_ccl_barrier_library_by_path() {
                     let out: Buffer<u32> = iris.full(2, u32::MAX)?;
                     let config = ccl.launch_config_for(&meet::pass_on::UNIT, 1)?;
                     assert!(config.grid[0] >= 1);
-                    let epoch = ccl.reserve_epochs(1);
                     let (me, w) = (iris.rank() as u32, world as u32);
                     meet::pass_on::launch(
                         iris,
@@ -143,7 +143,6 @@ fn another_crate_s_kernels_use_the_ccl_barrier_library_by_path() {
                         &out,
                         me,
                         w,
-                        epoch,
                         ccl.wait_limit_ns(),
                     )?;
                     ccl.synchronize()?;

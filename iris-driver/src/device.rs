@@ -278,6 +278,23 @@ pub trait Device: Send + Sync {
     fn supports_shared_memory(&self) -> bool {
         false
     }
+
+    /// A stream of this device that another library created (PyTorch's current stream, a
+    /// `CUstream` / `hipStream_t`): work iris queues on it is ordered with that library's.
+    /// The stream is borrowed: dropping the result does not destroy it.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of this device (null: the legacy default stream), and it
+    /// outlives the returned stream and all work queued on it.
+    ///
+    /// The default returns [`Error::Unsupported`] (the CPU backend keeps its own order).
+    unsafe fn wrap_stream(&self, raw: *mut std::ffi::c_void) -> Result<Box<dyn Stream>> {
+        let _ = raw;
+        Err(unsupported(
+            self.info().backend,
+            "queuing on another library's stream (wrap_stream)",
+        ))
+    }
 }
 
 /// An ordered queue of work on one device.
@@ -293,6 +310,37 @@ pub trait Stream: Send + Sync {
     /// Records `event` at the current end of the queue: it completes once all work
     /// queued before it has. Re-recording an event moves it.
     fn record(&self, event: &dyn Event) -> Result<()>;
+
+    /// Whether the stream is capturing a graph: work queued now is recorded, not run,
+    /// so nothing may wait for it or read its results. The default says no.
+    fn is_capturing(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Starts capturing the work queued on this stream (by the calling thread) into a
+    /// graph, until [`end_capture`](Stream::end_capture). The default returns
+    /// [`Error::Unsupported`].
+    fn begin_capture(&self) -> Result<()> {
+        Err(Error::Unsupported {
+            backend: BackendKind::Cpu,
+            what: "capturing a stream into a graph",
+        })
+    }
+
+    /// Ends the capture [`begin_capture`](Stream::begin_capture) started and returns the
+    /// graph, ready to launch. The default returns [`Error::Unsupported`].
+    fn end_capture(&self) -> Result<Box<dyn Graph>> {
+        Err(Error::Unsupported {
+            backend: BackendKind::Cpu,
+            what: "capturing a stream into a graph",
+        })
+    }
+}
+
+/// Work captured from a stream, launched again as a whole.
+pub trait Graph: Send + Sync {
+    /// Queues the captured work on `stream` (a stream of the same device).
+    fn launch(&self, stream: &dyn Stream) -> Result<()>;
 }
 
 /// A marker in a stream, for waiting and timing.

@@ -31,8 +31,8 @@ pub mod sync;
 mod work_queues;
 
 pub use device::{
-    downcast, select_code_object, Backend, Device, DeviceInfo, Event, LaunchDims, MemoryKind,
-    Module, Stream,
+    downcast, select_code_object, Backend, Device, DeviceInfo, Event, Graph, LaunchDims,
+    MemoryKind, Module, Stream,
 };
 pub use error::{Error, Result};
 pub use kind::BackendKind;

@@ -427,7 +427,7 @@ impl Iris {
         unsafe {
             self.core
                 .device()
-                .launch(&**self.core.stream(), &*module, kernel, dims, &mut slots)
+                .launch(&*self.core.stream(), &*module, kernel, dims, &mut slots)
         }
         .map_err(|e| e.on_rank(self.rank()))
     }

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod module;
 mod pod;
 pub mod rank;
+mod streams;
 pub mod symmetric;
 pub mod transport;
 pub mod world;
@@ -33,6 +34,7 @@ pub use launch::{
 };
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
 pub use rank::RankCore;
+pub use streams::{CapturedGraph, StreamRef};
 pub use symmetric::{
     ProviderKind, ShmemBootstrap, ShmemEngine, ShmemProvider, SymmetricAddressMap, SymmetricBuffer,
     SymmetricProvider,

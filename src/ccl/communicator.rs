@@ -37,7 +37,6 @@ const WAIT_LIMIT_OF_TIMEOUT: f64 = 0.9;
 pub struct Ccl<'ctx> {
     iris: &'ctx Iris,
     signals: SymmetricBuffer<'ctx, u64>,
-    epoch: Cell<u64>,
     /// The kernel units this communicator has loaded (by address), see [`Ccl::preload`].
     loaded: Cell<Vec<usize>>,
     wait_limit: Duration,
@@ -126,7 +125,6 @@ impl<'ctx> Ccl<'ctx> {
         let ccl = Self {
             iris,
             signals,
-            epoch: Cell::new(0),
             loaded: Cell::new(vec![barrier_unit as *const KernelUnit as usize]),
             wait_limit: iris.timeout().mul_f64(WAIT_LIMIT_OF_TIMEOUT),
             slots: Cell::new(slots),
@@ -286,28 +284,16 @@ impl<'ctx> Ccl<'ctx> {
         self.block_threads
     }
 
-    /// Reserves `count` consecutive barrier epochs and returns the first, for a kernel that
-    /// meets `count` barriers per slot (the `i`-th uses `first + i`). Every rank must
-    /// reserve the same counts in the same order, interleaved the same way with the
-    /// collectives (which reserve two each).
-    pub fn reserve_epochs(&self, count: u64) -> u64 {
-        let first = self.epoch.get() + 1;
-        self.epoch.set(self.epoch.get() + count);
-        first
-    }
-
     /// Enqueues a device-side barrier on this rank's stream (one thread, no host round
     /// trip): work queued after it on any rank starts only after every rank's work queued
     /// before it finished. Collective.
     pub fn barrier(&self) -> Result<()> {
-        let epoch = self.reserve_epochs(1);
         signals::barrier_kernel::barrier::launch(
             self.iris,
             (1, 1),
             &self.signals,
             self.rank() as u32,
             self.world_size() as u32,
-            epoch,
             self.wait_limit_ns(),
         )
     }
@@ -381,7 +367,6 @@ impl<'ctx> Ccl<'ctx> {
         elems: u64,
     ) -> Result<()> {
         self.preload(kernel.unit())?;
-        let epoch = self.reserve_epochs(2);
         let call = KernelCall {
             config: self.config(elems, std::mem::size_of::<T>()),
             input,
@@ -391,7 +376,6 @@ impl<'ctx> Ccl<'ctx> {
             arg,
             me: self.rank() as u32,
             world: self.world_size() as u32,
-            epoch,
             timeout_ns: self.wait_limit_ns(),
         };
         element::launch(kernel, self.iris, &call)
@@ -414,7 +398,6 @@ impl std::fmt::Debug for Ccl<'_> {
             .field("min_occupancy", &self.min_occupancy.get())
             .field("block_threads", &self.block_threads)
             .field("wait_limit", &self.wait_limit)
-            .field("epoch", &self.epoch.get())
             .finish_non_exhaustive()
     }
 }

@@ -145,8 +145,6 @@ pub struct KernelCall<'a, 'ctx, T: Pod> {
     pub(crate) arg: u32,
     pub(crate) me: u32,
     pub(crate) world: u32,
-    /// The entry barrier's epoch; the exit barrier uses `epoch + 1`.
-    pub(crate) epoch: u64,
     /// How long each barrier wait may take.
     pub(crate) timeout_ns: u64,
 }
@@ -165,7 +163,6 @@ pub(crate) fn launch<T: CclElement>(
     args.value(c.arg);
     args.value(c.me);
     args.value(c.world);
-    args.value(c.epoch);
     args.value(c.timeout_ns);
     iris.launch(c.config, args)
 }

@@ -8,9 +8,11 @@
 /// "Using the barrier in your own kernels".
 ///
 /// `signals` is [`Ccl::signals`](crate::ccl::Ccl::signals), launched as a `Symmetric<u64>`;
-/// `timeout_ns` is [`Ccl::wait_limit_ns`](crate::ccl::Ccl::wait_limit_ns); epochs come from
-/// [`Ccl::reserve_epochs`](crate::ccl::Ccl::reserve_epochs); a barrier slot belongs to one
-/// block at a time, so use the block index, below [`Ccl::slots`](crate::ccl::Ccl::slots).
+/// `timeout_ns` is [`Ccl::wait_limit_ns`](crate::ccl::Ccl::wait_limit_ns); a barrier slot
+/// belongs to one block at a time, so use the block index, below
+/// [`Ccl::slots`](crate::ccl::Ccl::slots). Epochs are counted on the device, per slot
+/// ([`ccl_epoch`](barrier::ccl_epoch), [`ccl_epoch_done`](barrier::ccl_epoch_done)), so a
+/// kernel's launch replayed from a captured graph meets fresh epochs every time.
 ///
 /// Any number of threads may wait; one signals. Because a waiting thread must never wait
 /// for a later thread of its own block (on the CPU backend a block's threads without
@@ -23,10 +25,26 @@
 pub mod barrier {
     use iris::prelude::*;
 
+    /// The last epoch barrier `slot` completed on this rank (word `132 + slot` of this
+    /// rank's copy; 0 before the first): a kernel's barriers at this slot use the epochs
+    /// after it, in order.
+    pub fn ccl_epoch(signals: Symmetric<u64>, slot: u32, me: u32) -> u64 {
+        let counter = signals.add((132 + slot as u64) as usize);
+        atomic_load(counter, me, Ordering::Relaxed, Scope::System)
+    }
+
+    /// Records `epoch` as the last epoch barrier `slot` completed on this rank: once per
+    /// block, by the thread that met its last barrier, after it (the next kernel at this
+    /// slot starts after `epoch`).
+    pub fn ccl_epoch_done(signals: Symmetric<u64>, slot: u32, me: u32, epoch: u64) {
+        let counter = signals.add((132 + slot as u64) as usize);
+        atomic_store(counter, epoch, me, Ordering::Relaxed, Scope::System);
+    }
+
     /// This rank arrived at barrier `slot` for `epoch`: a `Release`/`System` store of the
-    /// epoch into word `132 + slot * world + me` of every rank's copy.
+    /// epoch into word `260 + slot * world + me` of every rank's copy.
     pub fn ccl_signal(signals: Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32) {
-        let cell = signals.add((132 + slot as u64 * world as u64 + me as u64) as usize);
+        let cell = signals.add((260 + slot as u64 * world as u64 + me as u64) as usize);
         for peer in 0..world {
             atomic_store(cell, epoch, peer, Ordering::Release, Scope::System);
         }
@@ -96,7 +114,7 @@ pub mod barrier {
         world: u32,
         timeout_ns: u64,
     ) -> u32 {
-        let row = signals.add((132 + slot as u64 * world as u64) as usize);
+        let row = signals.add((260 + slot as u64 * world as u64) as usize);
         let start = global_timer_ns();
         for peer in 0..world {
             let cell = row.add(peer as usize);
@@ -141,29 +159,28 @@ pub mod barrier {
 
     /// A collective kernel's entry (every rank's earlier work on its stream, which wrote
     /// the inputs and last read the outputs, has finished): thread 0 of the block signals
-    /// barrier slot `block_idx_x()` for `epoch`, every thread waits. Whether to go on
-    /// (`false`: a rank never arrived, the host reports it).
-    pub fn ccl_enter(
-        signals: Symmetric<u64>,
-        epoch: u64,
-        me: u32,
-        world: u32,
-        timeout_ns: u64,
-    ) -> bool {
+    /// barrier slot `block_idx_x()` for the slot's next epoch, every thread waits. Whether
+    /// to go on (`false`: a rank never arrived, the host reports it). Pair it with
+    /// [`ccl_leave`].
+    pub fn ccl_enter(signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) -> bool {
         let slot = block_idx_x();
+        let epoch = ccl_epoch(signals, slot, me) + 1;
         if thread_idx_x() == 0 {
             ccl_signal(signals, slot, epoch, me, world);
         }
         ccl_wait(signals, slot, epoch, me, world, timeout_ns) == 0
     }
 
-    /// A collective kernel's exit: the block's last thread to get here publishes the
-    /// block's reads and writes and waits, at barrier slot `block_idx_x()` for `epoch`,
-    /// until every rank's matching block did.
-    pub fn ccl_leave(signals: Symmetric<u64>, epoch: u64, me: u32, world: u32, timeout_ns: u64) {
+    /// A collective kernel's exit, after [`ccl_enter`]: the block's last thread to get
+    /// here publishes the block's reads and writes and waits, at barrier slot
+    /// `block_idx_x()` for the epoch after the entry's, until every rank's matching block
+    /// did, then records the slot's epoch.
+    pub fn ccl_leave(signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) {
         let slot = block_idx_x();
+        let epoch = ccl_epoch(signals, slot, me) + 2;
         if ccl_block_done(signals, slot, me) {
             ccl_barrier(signals, slot, epoch, me, world, timeout_ns);
+            ccl_epoch_done(signals, slot, me, epoch);
         }
     }
 

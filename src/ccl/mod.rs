@@ -73,10 +73,13 @@
 //! # Using the barrier in your own kernels
 //!
 //! [`kernels_with_barrier!`] wraps a `#[iris::kernels]` module and adds `ccl_signal`,
-//! `ccl_wait`, `ccl_barrier` and `ccl_block_done` to it; pass [`Ccl::signals`] as a
-//! `Symmetric<u64>`, epochs from [`Ccl::reserve_epochs`] and [`Ccl::wait_limit_ns`], and
-//! launch with the shape [`Ccl::launch_config_for`] gives for the module's unit (on every
-//! rank, before its first launch). The collectives are built the same way.
+//! `ccl_wait`, `ccl_barrier`, `ccl_block_done`, `ccl_epoch` and `ccl_epoch_done` (and
+//! `ccl_enter`/`ccl_leave`) to it; pass [`Ccl::signals`] as a `Symmetric<u64>` and
+//! [`Ccl::wait_limit_ns`], and launch with the shape [`Ccl::launch_config_for`] gives for
+//! the module's unit (on every rank, before its first launch). Barrier epochs are counted
+//! on the device per slot (`ccl_epoch` reads the last, `ccl_epoch_done` records it), so a
+//! launch captured in a graph and replayed meets new epochs each time. The collectives are
+//! built the same way.
 //!
 //! The first time a communicator runs a collective for an element type it loads that
 //! kernel unit collectively (see [`Ccl::preload`]); later calls are single launches.

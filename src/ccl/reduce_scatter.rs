@@ -22,10 +22,9 @@ pub(crate) mod kernels {
         arg: u32,
         me: u32,
         world: u32,
-        epoch: u64,
         timeout_ns: u64,
     ) {
-        if ccl_enter(signals, epoch, me, world, timeout_ns) {
+        if ccl_enter(signals, me, world, timeout_ns) {
             let op = arg;
             let stride = (grid_dim_x() * block_dim_x()) as u64;
             let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
@@ -45,7 +44,7 @@ pub(crate) mod kernels {
                 unsafe { *out.add(j as usize) = reduce(block.add(j as usize), op, world) };
                 j += stride;
             }
-            ccl_leave(signals, epoch + 1, me, world, timeout_ns);
+            ccl_leave(signals, me, world, timeout_ns);
         }
     }
 }

@@ -10,10 +10,17 @@
 //! | `1`, `2` | the epoch and the slot of that wait (on every copy the giving-up rank broke) |
 //! | `3` | the longest any wait of this rank took, in nanoseconds (local only) |
 //! | `4 + slot` (`slot < 128`) | how many threads of the block using `slot` finished (local only) |
-//! | `132 + slot * world + peer` | the latest epoch at which `peer` arrived at barrier `slot` |
+//! | `132 + slot` | the last epoch barrier `slot` completed on this rank (local only) |
+//! | `260 + slot * world + peer` | the latest epoch at which `peer` arrived at barrier `slot` |
+//!
+//! Epochs are counted on the device: a kernel reads its slot's last epoch on entry, meets
+//! the epochs after it, and its block's last thread records the last one it met on exit.
+//! Every rank launches the same kernels in the same order with the same slots, so every
+//! rank counts the same epochs, and a captured graph replayed many times meets new epochs
+//! each time (the host passes none).
 //!
 //! A rank arrives at barrier `slot` for epoch `e` by storing `e` into word
-//! `132 + slot * world + me` of every rank's copy (`Release`, `System`), and waits by polling
+//! `260 + slot * world + me` of every rank's copy (`Release`, `System`), and waits by polling
 //! its own copy's row for `slot` (`Acquire`, `System`) until every peer's word is at least
 //! `e`. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
 //! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
@@ -45,8 +52,10 @@
 ///         use iris::prelude::*;
 ///
 ///         #[kernel]
-///         pub fn step(outbox: *const f32, inbox: Symmetric<f32>, signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
+///         pub fn step(outbox: *const f32, inbox: Symmetric<f32>, signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) {
 ///             let slot = block_idx_x();
+///             // This kernel's two barriers use the slot's next two epochs.
+///             let epoch = ccl_epoch(signals, slot, me) + 1;
 ///             // Entry (nothing of this kernel to publish yet): one thread signals, all wait.
 ///             if thread_idx_x() == 0 {
 ///                 ccl_signal(signals, slot, epoch, me, world);
@@ -59,8 +68,10 @@
 ///             let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
 ///             iris::store(inbox.add(i), unsafe { *outbox.add(i) }, (me + 1) % world);
 ///             // Exit (publish this block's writes): the block's last thread signals and waits.
+///             // Then it records the slot's last epoch.
 ///             if ccl_block_done(signals, slot, me) {
 ///                 ccl_barrier(signals, slot, epoch + 1, me, world, timeout_ns);
+///                 ccl_epoch_done(signals, slot, me, epoch + 1);
 ///             }
 ///         }
 ///     }
@@ -70,7 +81,7 @@
 /// //   let config = ccl.launch_config_for(&ring::step::UNIT, 256)?;
 /// // Launch (at most config's blocks; fewer is fine):
 /// //   ring::step::launch(&iris, config, &outbox, &inbox, ccl.signals(),
-/// //                      me, world, ccl.reserve_epochs(2), ccl.wait_limit_ns())
+/// //                      me, world, ccl.wait_limit_ns())
 /// // After it completes on a rank, that rank's inbox holds what the previous rank sent.
 /// # fn main() {}
 /// ```
@@ -91,9 +102,9 @@ macro_rules! __ccl_kernels_with_barrier {
 #[doc(inline)]
 pub use crate::__ccl_kernels_with_barrier as kernels_with_barrier;
 
-/// Words of the signal buffer before the flags: the error words and one thread counter
-/// per slot.
-pub(crate) const HEADER_WORDS: usize = 4 + MAX_SLOTS as usize;
+/// Words of the signal buffer before the flags: the error words, one thread counter and
+/// one epoch counter per slot.
+pub(crate) const HEADER_WORDS: usize = 4 + 2 * MAX_SLOTS as usize;
 
 /// Barrier slots at most (the thread counters the header has room for).
 pub(crate) const MAX_SLOTS: u32 = 128;
@@ -103,12 +114,14 @@ pub(crate) const MAX_SLOTS: u32 = 128;
 pub(crate) mod barrier_kernel {
     use iris::prelude::*;
 
-    /// Every rank arrives at barrier slot 0 for `epoch` and waits for the others; one
-    /// thread does it all.
+    /// Every rank arrives at barrier slot 0 for its next epoch and waits for the others;
+    /// one thread does it all.
     #[kernel]
-    pub fn barrier(signals: Symmetric<u64>, me: u32, world: u32, epoch: u64, timeout_ns: u64) {
+    pub fn barrier(signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) {
         if thread_idx_x() == 0 && block_idx_x() == 0 {
+            let epoch = ccl_epoch(signals, 0, me) + 1;
             ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
+            ccl_epoch_done(signals, 0, me, epoch);
         }
     }
 }

@@ -54,6 +54,8 @@ impl GpuApi for Cuda {
     type Event = CUevent;
     type Module = CUmodule;
     type Function = CUfunction;
+    type Graph = sys::CUgraph;
+    type GraphExec = sys::CUgraphExec;
 
     fn open(ordinal: usize) -> Result<(Self, Self::Context, DeviceInfo)> {
         let handle = device_handle(ordinal)?;
@@ -98,6 +100,62 @@ impl GpuApi for Cuda {
     unsafe fn stream_query(stream: CUstream) -> Query {
         // SAFETY: a live stream.
         query_result("cuStreamQuery", unsafe { sys::cuStreamQuery(stream) })
+    }
+
+    fn stream_from_raw(raw: *mut std::ffi::c_void) -> CUstream {
+        raw.cast()
+    }
+
+    unsafe fn stream_is_capturing(stream: CUstream) -> Result<bool> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: a live stream and a valid out-pointer.
+        check("cuStreamIsCapturing", unsafe {
+            sys::cuStreamIsCapturing(stream, &mut status)
+        })?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
+    unsafe fn stream_begin_capture(stream: CUstream) -> Result<()> {
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        // SAFETY: a live stream.
+        check("cuStreamBeginCapture_v2", unsafe {
+            sys::cuStreamBeginCapture_v2(stream, mode)
+        })
+    }
+
+    unsafe fn stream_end_capture(stream: CUstream) -> Result<sys::CUgraph> {
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: a live stream capturing on this thread, a valid out-pointer.
+        check("cuStreamEndCapture", unsafe {
+            sys::cuStreamEndCapture(stream, &mut graph)
+        })?;
+        Ok(graph)
+    }
+
+    unsafe fn graph_instantiate(graph: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        let mut exec = std::ptr::null_mut();
+        // SAFETY: a live graph, a valid out-pointer.
+        check("cuGraphInstantiateWithFlags", unsafe {
+            sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)
+        })?;
+        Ok(exec)
+    }
+
+    unsafe fn graph_launch(exec: sys::CUgraphExec, stream: CUstream) -> Result<()> {
+        // SAFETY: live handles.
+        check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, stream) })
+    }
+
+    unsafe fn graph_destroy(graph: sys::CUgraph) -> Result<()> {
+        // SAFETY: a live graph, not used afterwards.
+        check("cuGraphDestroy", unsafe { sys::cuGraphDestroy(graph) })
+    }
+
+    unsafe fn graph_exec_destroy(exec: sys::CUgraphExec) -> Result<()> {
+        // SAFETY: a live instantiated graph, not used afterwards.
+        check("cuGraphExecDestroy", unsafe {
+            sys::cuGraphExecDestroy(exec)
+        })
     }
 
     unsafe fn event_create() -> Result<CUevent> {

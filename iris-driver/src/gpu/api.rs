@@ -44,6 +44,13 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
     type Module: Copy;
     /// A kernel function handle.
     type Function: Copy;
+    /// A captured graph's handle.
+    type Graph: Copy;
+    /// An instantiated (launchable) graph's handle.
+    type GraphExec: Copy;
+
+    /// A stream handle from the runtime's raw handle (another library's stream).
+    fn stream_from_raw(raw: *mut std::ffi::c_void) -> Self::Stream;
 
     /// Opens device `ordinal`: its context, its description and the vendor's state.
     fn open(ordinal: usize) -> Result<(Self, Self::Context, DeviceInfo)>;
@@ -63,6 +70,21 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
     unsafe fn stream_destroy(stream: Self::Stream) -> Result<()>;
     /// Whether the stream's queued work has finished.
     unsafe fn stream_query(stream: Self::Stream) -> Query;
+    /// Whether the stream is capturing a graph.
+    unsafe fn stream_is_capturing(stream: Self::Stream) -> Result<bool>;
+    /// Starts capturing the stream's work into a graph (thread-local mode: calls of other
+    /// threads do not disturb it).
+    unsafe fn stream_begin_capture(stream: Self::Stream) -> Result<()>;
+    /// Ends the capture and returns the graph.
+    unsafe fn stream_end_capture(stream: Self::Stream) -> Result<Self::Graph>;
+    /// Instantiates a graph for launching.
+    unsafe fn graph_instantiate(graph: Self::Graph) -> Result<Self::GraphExec>;
+    /// Launches an instantiated graph on a stream.
+    unsafe fn graph_launch(exec: Self::GraphExec, stream: Self::Stream) -> Result<()>;
+    /// Destroys a graph.
+    unsafe fn graph_destroy(graph: Self::Graph) -> Result<()>;
+    /// Destroys an instantiated graph.
+    unsafe fn graph_exec_destroy(exec: Self::GraphExec) -> Result<()>;
 
     /// A new event with timing.
     unsafe fn event_create() -> Result<Self::Event>;

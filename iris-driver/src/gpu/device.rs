@@ -171,6 +171,13 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         Ok(Box::new(GpuStream::<A>::new(self.ctx.clone())?))
     }
 
+    unsafe fn wrap_stream(&self, raw: *mut std::ffi::c_void) -> Result<Box<dyn Stream>> {
+        // SAFETY: the caller's promise (a live stream of this device that outlives it).
+        Ok(Box::new(unsafe {
+            GpuStream::<A>::borrowed(self.ctx.clone(), raw)
+        }))
+    }
+
     fn create_event(&self) -> Result<Box<dyn Event>> {
         Ok(Box::new(GpuEvent::<A>::new(self.ctx.clone())?))
     }

@@ -16,4 +16,4 @@ pub use api::{GpuApi, Query};
 pub trait Sealed {}
 pub use device::GpuDevice;
 pub use module::GpuModule;
-pub use stream::{GpuEvent, GpuStream};
+pub use stream::{GpuEvent, GpuGraph, GpuStream};

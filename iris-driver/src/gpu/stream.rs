@@ -6,12 +6,14 @@ use std::time::Duration;
 use super::api::GpuApi;
 use super::wait::poll;
 use crate::error::Result;
-use crate::{downcast, Event, Stream};
+use crate::{downcast, Event, Graph, Stream};
 
-/// A non-blocking stream of one device.
+/// A non-blocking stream of one device, made by iris or borrowed from another library.
 pub struct GpuStream<A: GpuApi> {
     ctx: A::Context,
     raw: A::Stream,
+    /// Whether iris created it (and destroys it when dropped).
+    owned: bool,
 }
 
 // SAFETY: stream handles of CUDA and HIP may be used from any thread that makes their
@@ -25,7 +27,23 @@ impl<A: GpuApi> GpuStream<A> {
         A::make_current(&ctx)?;
         // SAFETY: the device is current.
         let raw = unsafe { A::stream_create() }?;
-        Ok(Self { ctx, raw })
+        Ok(Self {
+            ctx,
+            raw,
+            owned: true,
+        })
+    }
+
+    /// Another library's stream `raw` of the context's device, borrowed.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of the context's device and outlives the result.
+    pub(crate) unsafe fn borrowed(ctx: A::Context, raw: *mut std::ffi::c_void) -> Self {
+        Self {
+            ctx,
+            raw: A::stream_from_raw(raw),
+            owned: false,
+        }
     }
 
     /// The runtime's handle, for interoperating with other libraries. It stays valid while
@@ -60,6 +78,9 @@ impl<A: GpuApi> GpuStream<A> {
 
 impl<A: GpuApi> Drop for GpuStream<A> {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let r = A::make_current(&self.ctx).and_then(|()| {
             // SAFETY: the stream is not used after this; pending work still completes.
             unsafe { A::stream_destroy(self.raw) }
@@ -85,6 +106,68 @@ impl<A: GpuApi> Stream for GpuStream<A> {
         // SAFETY: both handles are live; an event may be recorded on a stream of another
         // context of the same process.
         unsafe { A::event_record(event.raw, self.raw) }
+    }
+
+    fn is_capturing(&self) -> Result<bool> {
+        A::make_current(&self.ctx)?;
+        // SAFETY: a live stream of the current device.
+        unsafe { A::stream_is_capturing(self.raw) }
+    }
+
+    fn begin_capture(&self) -> Result<()> {
+        A::make_current(&self.ctx)?;
+        // SAFETY: a live stream of the current device.
+        unsafe { A::stream_begin_capture(self.raw) }
+    }
+
+    fn end_capture(&self) -> Result<Box<dyn Graph>> {
+        A::make_current(&self.ctx)?;
+        // SAFETY: a live stream of the current device.
+        let graph = unsafe { A::stream_end_capture(self.raw) }?;
+        // SAFETY: the graph just captured; it is destroyed below, once instantiated (the
+        // instance does not need it).
+        let exec = unsafe { A::graph_instantiate(graph) };
+        // SAFETY: the graph is not used after this.
+        if let Err(err) = unsafe { A::graph_destroy(graph) } {
+            tracing::warn!(%err, "destroying a captured graph failed");
+        }
+        Ok(Box::new(GpuGraph::<A> {
+            ctx: self.ctx.clone(),
+            exec: exec?,
+        }))
+    }
+}
+
+/// An instantiated graph of one device.
+pub struct GpuGraph<A: GpuApi> {
+    ctx: A::Context,
+    exec: A::GraphExec,
+}
+
+// SAFETY: graph handles may be used from any thread that makes their device current, which
+// every method does first.
+unsafe impl<A: GpuApi> Send for GpuGraph<A> {}
+// SAFETY: as above; the runtime orders launches of one graph on streams.
+unsafe impl<A: GpuApi> Sync for GpuGraph<A> {}
+
+impl<A: GpuApi> Graph for GpuGraph<A> {
+    fn launch(&self, stream: &dyn Stream) -> Result<()> {
+        let stream: &GpuStream<A> = downcast(stream.as_any(), A::KIND, "stream")?;
+        A::make_current(&self.ctx)?;
+        // SAFETY: live handles of the current device.
+        unsafe { A::graph_launch(self.exec, stream.raw) }
+    }
+}
+
+impl<A: GpuApi> Drop for GpuGraph<A> {
+    fn drop(&mut self) {
+        let r = A::make_current(&self.ctx).and_then(|()| {
+            // SAFETY: the graph is not used after this; launched work still completes.
+            unsafe { A::graph_exec_destroy(self.exec) }
+        });
+        if let Err(err) = r {
+            tracing::warn!(%err, "destroying a graph failed");
+        }
     }
 }
 

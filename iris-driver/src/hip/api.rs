@@ -54,6 +54,8 @@ impl GpuApi for Hip {
     type Event = hipEvent_t;
     type Module = hipModule_t;
     type Function = hipFunction_t;
+    type Graph = hip::hipGraph_t;
+    type GraphExec = hip::hipGraphExec_t;
 
     fn open(ordinal: usize) -> Result<(Self, i32, DeviceInfo)> {
         let ordinal = i32::try_from(ordinal).unwrap_or(i32::MAX);
@@ -94,6 +96,70 @@ impl GpuApi for Hip {
     unsafe fn stream_query(stream: hipStream_t) -> Query {
         // SAFETY: a live stream.
         query_result("hipStreamQuery", unsafe { hip::hipStreamQuery(stream) })
+    }
+
+    fn stream_from_raw(raw: *mut std::ffi::c_void) -> hipStream_t {
+        raw.cast()
+    }
+
+    unsafe fn stream_is_capturing(stream: hipStream_t) -> Result<bool> {
+        let mut status = hip::hipStreamCaptureStatus_hipStreamCaptureStatusNone;
+        // SAFETY: a live stream and a valid out-pointer.
+        check("hipStreamIsCapturing", unsafe {
+            hip::hipStreamIsCapturing(stream, &mut status)
+        })?;
+        Ok(status != hip::hipStreamCaptureStatus_hipStreamCaptureStatusNone)
+    }
+
+    unsafe fn stream_begin_capture(stream: hipStream_t) -> Result<()> {
+        let mode = hip::hipStreamCaptureMode_hipStreamCaptureModeThreadLocal;
+        // SAFETY: a live stream.
+        check("hipStreamBeginCapture", unsafe {
+            hip::hipStreamBeginCapture(stream, mode)
+        })
+    }
+
+    unsafe fn stream_end_capture(stream: hipStream_t) -> Result<hip::hipGraph_t> {
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: a live stream capturing on this thread, a valid out-pointer.
+        check("hipStreamEndCapture", unsafe {
+            hip::hipStreamEndCapture(stream, &mut graph)
+        })?;
+        Ok(graph)
+    }
+
+    unsafe fn graph_instantiate(graph: hip::hipGraph_t) -> Result<hip::hipGraphExec_t> {
+        let mut exec = std::ptr::null_mut();
+        // SAFETY: a live graph, valid out-pointers (no error node or log wanted).
+        check("hipGraphInstantiate", unsafe {
+            hip::hipGraphInstantiate(
+                &mut exec,
+                graph,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        })?;
+        Ok(exec)
+    }
+
+    unsafe fn graph_launch(exec: hip::hipGraphExec_t, stream: hipStream_t) -> Result<()> {
+        // SAFETY: live handles.
+        check("hipGraphLaunch", unsafe {
+            hip::hipGraphLaunch(exec, stream)
+        })
+    }
+
+    unsafe fn graph_destroy(graph: hip::hipGraph_t) -> Result<()> {
+        // SAFETY: a live graph, not used afterwards.
+        check("hipGraphDestroy", unsafe { hip::hipGraphDestroy(graph) })
+    }
+
+    unsafe fn graph_exec_destroy(exec: hip::hipGraphExec_t) -> Result<()> {
+        // SAFETY: a live instantiated graph, not used afterwards.
+        check("hipGraphExecDestroy", unsafe {
+            hip::hipGraphExecDestroy(exec)
+        })
     }
 
     unsafe fn event_create() -> Result<hipEvent_t> {

@@ -8,7 +8,7 @@ mod peer_errors;
 mod peer_mask;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use iris_driver::{Device, DeviceInfo, Error, MemoryKind, Result, Stream};
@@ -45,7 +45,11 @@ pub(crate) struct RankPlace {
 pub struct RankCore {
     id: u64,
     place: RankPlace,
-    stream: Arc<dyn Stream>,
+    /// The stream iris made for this rank.
+    own: Arc<dyn Stream>,
+    /// Where this rank's launches and copies go: its own stream, or one another library
+    /// lent it.
+    current: RwLock<Arc<dyn Stream>>,
     peer_errors: PeerErrors,
 }
 
@@ -58,7 +62,8 @@ impl RankCore {
         Ok(Self {
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             place,
-            stream,
+            own: Arc::clone(&stream),
+            current: RwLock::new(stream),
             peer_errors,
         })
     }
@@ -103,9 +108,36 @@ impl RankCore {
         self.place.device.device()
     }
 
-    /// The rank's stream.
-    pub(crate) fn stream(&self) -> &Arc<dyn Stream> {
-        &self.stream
+    /// The stream this rank's work goes to now (its own, or a lent one).
+    pub(crate) fn stream(&self) -> Arc<dyn Stream> {
+        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The stream iris made for this rank (providers order their own copies on it).
+    pub(crate) fn own_stream(&self) -> &Arc<dyn Stream> {
+        &self.own
+    }
+
+    /// Sends this rank's work to `stream` from now on (`None`: back to its own), after
+    /// the work queued so far has finished, so that nothing queued on the old stream is
+    /// overtaken.
+    pub(crate) fn set_stream(&self, stream: Option<Arc<dyn Stream>>) -> Result<()> {
+        self.synchronize()?;
+        let next = stream.unwrap_or_else(|| Arc::clone(&self.own));
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = next;
+        Ok(())
+    }
+
+    /// [`Error::Unsupported`] when the current stream captures a graph: `what` (a wait or a
+    /// host copy) would need the captured work to have run.
+    pub(crate) fn refuse_while_capturing(&self, what: &'static str) -> Result<()> {
+        if self.stream().is_capturing()? {
+            return Err(Error::Unsupported {
+                backend: self.device().info().backend,
+                what,
+            });
+        }
+        Ok(())
     }
 
     /// Where the ranks meet.
@@ -138,13 +170,16 @@ impl RankCore {
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.wait_stream()?;
         self.peer_errors
-            .take(self.device(), &*self.stream, self.rank())
+            .take(self.device(), &*self.stream(), self.rank())
     }
 
     /// Waits for this rank's queued work, leaving a recorded peer error for the next
     /// [`synchronize`](RankCore::synchronize).
     pub(crate) fn wait_stream(&self) -> Result<()> {
-        self.stream
+        self.refuse_while_capturing(
+            "waiting for queued work while the stream captures a graph (synchronize, reading or writing buffers from the host, freeing memory): capture launches and collectives only, and do these before or after",
+        )?;
+        self.stream()
             .synchronize(self.place.timeout)
             .map_err(|e| e.on_rank(self.rank()))
     }
@@ -183,7 +218,7 @@ impl RankCore {
         self.synchronize()?;
         // SAFETY: `dst` is the start of a live allocation of this context of at least
         // `src.len()` bytes (callers check lengths).
-        unsafe { self.device().memcpy_htod(&*self.stream, dst, src) }
+        unsafe { self.device().memcpy_htod(&*self.stream(), dst, src) }
     }
 
     /// Copies device `src` into `dst` after this rank's queued work.
@@ -193,7 +228,7 @@ impl RankCore {
         }
         self.synchronize()?;
         // SAFETY: as in `upload`.
-        unsafe { self.device().memcpy_dtoh(&*self.stream, dst, src) }
+        unsafe { self.device().memcpy_dtoh(&*self.stream(), dst, src) }
     }
 
     /// Queues setting `bytes` at `dst` to `value`.
@@ -202,7 +237,7 @@ impl RankCore {
             return Ok(());
         }
         // SAFETY: as in `upload`; the allocation is released only after a synchronize.
-        unsafe { self.device().memset(&*self.stream, dst, value, bytes) }
+        unsafe { self.device().memset(&*self.stream(), dst, value, bytes) }
     }
 
     /// Queues a device-to-device copy.
@@ -211,7 +246,7 @@ impl RankCore {
             return Ok(());
         }
         // SAFETY: as in `fill_bytes`.
-        unsafe { self.device().memcpy_dtod(&*self.stream, dst, src, bytes) }
+        unsafe { self.device().memcpy_dtod(&*self.stream(), dst, src, bytes) }
     }
 
     /// Frees an allocation of [`device_alloc`](RankCore::device_alloc) once this rank's
@@ -238,7 +273,7 @@ impl Drop for RankCore {
         }
         if let Err(err) = self
             .peer_errors
-            .take(self.device(), &*self.stream, self.rank())
+            .take(self.device(), &*self.stream(), self.rank())
         {
             tracing::warn!(rank = self.rank(), %err, "unreported when the context ended");
         }

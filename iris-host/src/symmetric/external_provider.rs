@@ -38,7 +38,10 @@ impl ExternalProvider {
     /// stream, each naming its context's error word in its header.
     pub fn new(core: Arc<RankCore>) -> Self {
         let (rank, world_size, timeout) = (core.rank(), core.world_size(), core.timeout());
-        let (device, stream) = (Arc::clone(core.device_slot()), Arc::clone(core.stream()));
+        let (device, stream) = (
+            Arc::clone(core.device_slot()),
+            Arc::clone(core.own_stream()),
+        );
         let error_word = core.error_word();
         let collective = Arc::clone(core.collective());
         Self {

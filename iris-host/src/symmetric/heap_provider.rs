@@ -117,7 +117,7 @@ impl HeapProvider {
     /// orders on its stream, and names its context's error word in every table's header.
     pub fn new(core: Arc<RankCore>, heaps: Arc<[RankHeap]>) -> Result<Self> {
         let (rank, reachable) = (core.rank(), core.reachable().clone());
-        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
         let error_word = core.error_word();
         let own = heaps.get(rank).ok_or_else(|| {
             Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))

@@ -76,7 +76,7 @@ impl IpcProvider {
     /// word in every table's header.
     pub fn new(core: Arc<RankCore>) -> Self {
         let (rank, reachable) = (core.rank(), core.reachable().clone());
-        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
         let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
         let timeout = collective.timeout();
         Self {

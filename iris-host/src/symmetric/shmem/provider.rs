@@ -56,7 +56,7 @@ impl ShmemProvider {
         } else {
             world_size
         };
-        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.stream()));
+        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
         let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
         Self {
             _core: core,
