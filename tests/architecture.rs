@@ -37,7 +37,7 @@ const HOST: Layers = Layers {
         &["symmetric"],
         &["launch", "event"],
         &["context"],
-        &["world"],
+        &["streams", "world"],
     ],
 };
 
