@@ -1,18 +1,20 @@
 //! A bf16 GEMM on the matrix units, written in the kernel language: `C = A x B` (row-major,
 //! f32 accumulate, f32 out), each warp computing a 16 x 16 tile, a 32 x 32 block (four
-//! accumulators) a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`,
-//! or, four warps together, a 128 x 128 block staged through shared memory. Checked against an f64 host reference on sampled entries
-//! (relative to the sum of |products|, the bound of f32 accumulation), timed with device
-//! events, and reported in TFLOP/s.
+//! accumulators) or a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`; or, four
+//! warps together, a 128 x 128 block staged through shared memory (`block_tile_128`), and
+//! the same two buffers deep with asynchronous copies (`pipelined_128`). Checked against
+//! an f64 host reference on sampled entries (relative to the sum of |products|, the bound
+//! of f32 accumulation), timed with device events, and reported in TFLOP/s.
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R]
 //! ```
 //! With `--ranks R` (ranks as threads), GEMM + all-scatter instead: each rank computes its
-//! rows of C and the shared-memory kernel stores every finished tile into every rank's C,
-//! timed against the unfused GEMM followed by `iris::ccl::all_gather`.
-//! `--size` is M = N = K, a multiple of 128 (default 4096 on a GPU, 128 on the CPU, where
-//! the warp's matrix product is emulated exactly lane by lane).
+//! rows of C and `pipelined_128` stores every finished tile into every rank's C, timed
+//! against the unfused GEMM followed by `iris::ccl::all_gather`. `--size` is M = N = K, a
+//! multiple of 128 (default 4096 on a GPU, 128 on the CPU, where the warp's matrix
+//! product is emulated exactly lane by lane); other sizes are refused (the kernels have
+//! no masked edges).
 
 mod common;
 
@@ -416,7 +418,7 @@ fn gemm_all_scatter(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool
     let blocks = (rows / 128 * (n / 128)) as u32;
     let (w, r) = (world as u32, me as u32);
     let fused = || {
-        kernels::block_tile_128::launch(
+        kernels::pipelined_128::launch(
             iris,
             (blocks, 4 * warp),
             &da,
@@ -431,7 +433,7 @@ fn gemm_all_scatter(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool
         )
     };
     let unfused = || {
-        kernels::block_tile_128::launch(
+        kernels::pipelined_128::launch(
             iris,
             (blocks, 4 * warp),
             &da,

@@ -247,6 +247,8 @@ mod gemm {
                     store(dst.add(i as usize), load(src.add(i as usize), owner), me);
                     i += warp_size();
                 }
+                // Every lane's copies are visible device-wide before lane 0's mark.
+                fence(Ordering::Release, Scope::Device);
                 warp_sync();
                 if lane_id() == 0 {
                     atomic_store(flag, 2, me, Ordering::Release, Scope::Device);
@@ -266,6 +268,8 @@ mod gemm {
                 }
                 present = shfl(waited, 0) == 0;
                 warp_sync();
+                // Every lane reads the band after lane 0 saw the mark.
+                fence(Ordering::Acquire, Scope::Device);
             }
             if present {
                 let acc = tile_product(a.local() as *const T, b, tm, tn, n, k);

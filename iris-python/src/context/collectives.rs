@@ -9,7 +9,7 @@ impl PyContext {
         input: PyRef<'_, PySymmetric>,
         output: PyRef<'_, PySymmetric>,
         algo: &str,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         let algo = match algo {
             "push" => AllGatherAlgo::Push,
@@ -21,7 +21,7 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_gather", &input, &output)?;
-        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], sync)?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {
@@ -43,7 +43,7 @@ impl PyContext {
         output: PyRef<'_, PySymmetric>,
         op: &str,
         algo: &str,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         let op = match op {
             "sum" => ReduceOp::Sum,
@@ -65,7 +65,7 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_reduce", &input, &output)?;
-        self.sync_torch(py, &[input.torch_device, output.torch_device])?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], sync)?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {

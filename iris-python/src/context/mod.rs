@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iris::ccl::{self, AllGatherAlgo, AllReduceAlgo, ReduceOp};
-use iris::{BackendKind, DevicePtr, LaunchConfig, ProviderKind, World};
+use iris::{BackendKind, DevicePtr, LaunchConfig, ProviderKind, StreamRef, World};
 use pyo3::prelude::*;
 
 use crate::buffer::{from_bytes, provider_name, PySymmetric};
@@ -27,9 +27,13 @@ use crate::tensor::{check_place, describe, type_name, Operand};
 /// `backend`, else `IRIS_BACKEND`, else the first present of cuda, hip, cpu; the rank runs
 /// on device `LOCAL_RANK % devices`.
 ///
-/// Launches run on iris's own stream of the rank. Before a launch that touches PyTorch
-/// memory, PyTorch's current stream is synchronized; with `sync=True` (the default) the
-/// call returns once its work finished, so PyTorch may use the results at once.
+/// A call that touches PyTorch memory on the rank's GPU runs on PyTorch's current stream
+/// of that device (`torch.cuda.current_stream()`), ordered with PyTorch's work like a
+/// torch op, and returns without waiting (`sync=False` by default). Other calls (iris
+/// buffers only, or the CPU backend) run on iris's own stream: PyTorch's current stream
+/// is synchronized first, and the call returns once its work finished (`sync=True` by
+/// default). Pass `sync=` to choose; `torch_stream=False` keeps every call on iris's
+/// stream (the earlier behaviour).
 #[pyclass(module = "iris_rs", name = "Context", frozen)]
 pub struct PyContext {
     rank: Arc<RankThread>,
@@ -37,6 +41,10 @@ pub struct PyContext {
     /// Python objects whose memory queued work still uses (`sync=False`), released by
     /// `synchronize`.
     pending: Mutex<Vec<Py<PyAny>>>,
+    /// Whether calls on PyTorch memory run on PyTorch's current stream.
+    torch_stream: bool,
+    /// The PyTorch stream the rank queues on now (kept alive while lent) and its handle.
+    lent: Mutex<Option<(usize, Py<PyAny>)>>,
 }
 
 #[pymethods]
@@ -46,13 +54,14 @@ impl PyContext {
     /// `heap_bytes`: each rank's heap (every rank the same); `timeout`: seconds every wait
     /// is bounded by (default `IRIS_TIMEOUT` or 60).
     #[new]
-    #[pyo3(signature = (provider = "heap", heap_bytes = None, backend = None, timeout = None))]
+    #[pyo3(signature = (provider = "heap", heap_bytes = None, backend = None, timeout = None, torch_stream = true))]
     fn new(
         py: Python<'_>,
         provider: &str,
         heap_bytes: Option<usize>,
         backend: Option<&str>,
         timeout: Option<f64>,
+        torch_stream: bool,
     ) -> PyResult<Self> {
         let provider = parse_provider(provider)?;
         let mut world = World::from_env_or_threads(1)
@@ -77,6 +86,8 @@ impl PyContext {
             rank: Arc::new(rank),
             provider,
             pending: Mutex::new(Vec::new()),
+            torch_stream,
+            lent: Mutex::new(None),
         })
     }
 
@@ -185,14 +196,14 @@ impl PyContext {
     /// All-gather (iris.ccl): every rank's `input` (n elements), in rank order, into every
     /// rank's `output` (world_size * n). Both symmetric buffers of this context, same
     /// dtype; `algo` is `push` (remote stores) or `pull` (remote loads). Collective.
-    #[pyo3(signature = (input, output, algo = "push", sync = true))]
+    #[pyo3(signature = (input, output, algo = "push", sync = None))]
     fn all_gather(
         &self,
         py: Python<'_>,
         input: PyRef<'_, PySymmetric>,
         output: PyRef<'_, PySymmetric>,
         algo: &str,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         self.all_gather_impl(py, input, output, algo, sync)
     }
@@ -201,7 +212,7 @@ impl PyContext {
     /// `input` into every rank's `output` (same length, same dtype, two symmetric buffers
     /// of this context). `algo`: `one_shot` (small messages) or `two_shot` (large).
     /// Collective; bit-identical on every rank.
-    #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = true))]
+    #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = None))]
     fn all_reduce(
         &self,
         py: Python<'_>,
@@ -209,7 +220,7 @@ impl PyContext {
         output: PyRef<'_, PySymmetric>,
         op: &str,
         algo: &str,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         self.all_reduce_impl(py, input, output, op, algo, sync)
     }
@@ -219,7 +230,7 @@ impl PyContext {
     /// `offset` on: the extension's own kernel, which translates each address through
     /// `dst`'s table, then stores. Not collective; pair it with `barrier()` before peers
     /// read what was stored.
-    #[pyo3(signature = (src, dst, peer, offset = 0, sync = true))]
+    #[pyo3(signature = (src, dst, peer, offset = 0, sync = None))]
     fn put(
         &self,
         py: Python<'_>,
@@ -227,7 +238,7 @@ impl PyContext {
         dst: PyRef<'_, PySymmetric>,
         peer: usize,
         offset: usize,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         self.put_impl(py, src, dst, peer, offset, sync)
     }
@@ -343,6 +354,49 @@ impl PyContext {
                 .call_method0("synchronize")?;
         }
         Ok(())
+    }
+
+    /// Orders a call's work after PyTorch's and says whether the call should wait for its
+    /// own work (`sync`, else the default): on the rank's GPU with a PyTorch tensor among
+    /// `devices`, by queuing on PyTorch's current stream of that device (then no wait by
+    /// default); otherwise by waiting for PyTorch's current streams (then a wait by
+    /// default).
+    fn order_after_torch(
+        &self,
+        py: Python<'_>,
+        devices: &[Option<i64>],
+        sync: Option<bool>,
+    ) -> PyResult<bool> {
+        let info = &self.rank.info;
+        let on_rank_gpu = devices.iter().flatten().any(|d| *d as usize == info.device);
+        if !self.torch_stream || info.backend == BackendKind::Cpu || !on_rank_gpu {
+            self.sync_torch(py, devices)?;
+            return Ok(sync.unwrap_or(true));
+        }
+        let stream = py
+            .import("torch")?
+            .getattr("cuda")?
+            .call_method1("current_stream", (info.device,))?;
+        let raw: usize = stream.getattr("cuda_stream")?.extract()?;
+        let mut lent = self
+            .lent
+            .lock()
+            .map_err(|_| usage("the context's stream lock is poisoned"))?;
+        if lent.as_ref().map(|(r, _)| *r) != Some(raw) {
+            let rank = Arc::clone(&self.rank);
+            py.detach(move || {
+                rank.call(move |r| {
+                    // SAFETY: PyTorch's stream of the rank's device; the context keeps the
+                    // Python stream object alive while it is lent (below), and a later
+                    // switch first waits for the work queued on it.
+                    let stream = unsafe { StreamRef::from_raw(raw as *mut std::ffi::c_void) };
+                    r.iris.use_stream(stream)
+                })
+            })
+            .map_err(to_py)?;
+            *lent = Some((raw, stream.unbind()));
+        }
+        Ok(sync.unwrap_or(false))
     }
 
     /// With `sync=False`, keeps the buffers' owners alive until `synchronize`.

@@ -11,7 +11,7 @@ impl PyContext {
         dst: PyRef<'_, PySymmetric>,
         peer: usize,
         offset: usize,
-        sync: bool,
+        sync: Option<bool>,
     ) -> PyResult<()> {
         let info = &self.rank.info;
         self.own("put: dst", &dst)?;
@@ -57,7 +57,7 @@ impl PyContext {
         if src_op.numel > 0 && src_op.ptr == 0 {
             return Err(usage("put: src has a null address"));
         }
-        self.sync_torch(py, &[src_torch, dst.torch_device])?;
+        let sync = self.order_after_torch(py, &[src_torch, dst.torch_device], sync)?;
         // The source object stays alive until the kernel finished: the call waits for it,
         // or `synchronize` releases it.
         let src_obj = src.clone().unbind();
