@@ -135,11 +135,40 @@ fn rank_main(provider: ProviderKind) -> iris::Result<String> {
     Ok(results.join(", "))
 }
 
+/// A rank of a world over two "nodes" (loopback, two host names): the heap provider
+/// cannot reach the other node's rank, so `Ccl::new` must refuse, naming the Shmem
+/// provider.
+fn ccl_across_nodes() -> iris::Result<String> {
+    let results =
+        World::from_env()?
+            .heap_bytes(1 << 20)
+            .run(|iris| match iris::ccl::Ccl::new(iris) {
+                Ok(_) => Err(iris::Error::InvalidConfig(
+                    "Ccl::new accepted a world whose heap cannot reach the other node".into(),
+                )),
+                Err(e) if e.to_string().contains("Shmem provider") => {
+                    Ok(format!("rank {} refused: {e}", iris.rank()))
+                }
+                Err(e) => Err(e),
+            })?;
+    Ok(results.join(", "))
+}
+
 #[test]
 fn child() {
     let Ok(role) = std::env::var(ROLE) else {
         return;
     };
+    if role == "ccl_across_nodes" {
+        match ccl_across_nodes() {
+            Ok(msg) => println!("E2E-OK {msg}"),
+            Err(e) => {
+                eprintln!("E2E-ERROR {e}");
+                std::process::exit(3);
+            }
+        }
+        return;
+    }
     let provider = match role.as_str() {
         "heap" => ProviderKind::Heap,
         "ipc" => ProviderKind::Ipc,
@@ -280,5 +309,50 @@ fn shmem_provider_at_2_4_8_processes() {
                 }
             }
         }
+    }
+}
+
+/// Collectives over a world that spans nodes (two processes on loopback, told they are on
+/// two hosts, meeting over the network rendezvous) are refused at `Ccl::new` on every
+/// rank with the heap provider, which cannot reach another node, naming the provider to use.
+#[test]
+fn ccl_refuses_a_world_across_nodes_without_shmem() {
+    let exe = std::env::current_exe().expect("current_exe");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let children: Vec<_> = (0..2usize)
+        .map(|rank| {
+            Command::new(&exe)
+                .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+                .env(ROLE, "ccl_across_nodes")
+                .env("IRIS_BACKEND", "cpu")
+                .env("IRIS_TIMEOUT", "20")
+                .env("RANK", rank.to_string())
+                .env("WORLD_SIZE", "2")
+                .env("LOCAL_RANK", "0")
+                .env("LOCAL_WORLD_SIZE", "1")
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env("IRIS_MASTER_PORT", port.to_string())
+                .env("IRIS_HOSTNAME", format!("node-{rank}"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn rank")
+        })
+        .collect();
+    for (rank, child) in children.into_iter().enumerate() {
+        let o = child.wait_with_output().expect("wait");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.status.success() && text.contains("E2E-OK") && text.contains("refused"),
+            "rank {rank}:\n{text}"
+        );
     }
 }

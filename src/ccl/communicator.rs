@@ -122,6 +122,26 @@ impl<'ctx> Ccl<'ctx> {
         let block_threads = wishes.iter().map(|w| w[1]).min().unwrap_or(1).max(1) as u32;
         let signals =
             iris.symmetric_zeros::<u64>(signals::HEADER_WORDS + slots as usize * world)?;
+        // The collectives reach every rank's copy: a provider that cannot (ranks on other
+        // nodes, memory that could not be mapped) is refused here on every rank, naming
+        // the ranks.
+        let unreachable = signals.map().reachable().missing();
+        let verdicts = iris.all_gather(u8::from(!unreachable.is_empty()))?;
+        if !unreachable.is_empty() {
+            return Err(Error::InvalidConfig(format!(
+                "Ccl::new on rank {}: rank(s) {unreachable:?} cannot be reached through the {:?} provider (another node, or memory that could not be mapped); the collectives need every rank: use the Shmem provider (World::provider(ProviderKind::Shmem), NVSHMEM/rocSHMEM) for a world across nodes",
+                iris.rank(),
+                signals.provider()
+            )));
+        }
+        if let Some(peer) = verdicts.iter().position(|&failed| failed != 0) {
+            return Err(Error::PeerFailed {
+                rank: iris.rank(),
+                what: "Ccl::new".into(),
+                peer,
+                reason: "it cannot reach every rank through its provider".into(),
+            });
+        }
         let ccl = Self {
             iris,
             signals,
