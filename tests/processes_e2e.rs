@@ -185,6 +185,16 @@ fn child() {
 }
 
 fn run_job(backend: iris::BackendKind, role: &str, world: usize) -> Vec<(bool, String)> {
+    run_job_with(backend, role, world, &[])
+}
+
+/// `run_job` with more environment for every rank.
+fn run_job_with(
+    backend: iris::BackendKind,
+    role: &str,
+    world: usize,
+    env: &[(&str, String)],
+) -> Vec<(bool, String)> {
     let exe = std::env::current_exe().expect("current_exe");
     let job = format!("e2e-{}-{role}-{world}-{}", std::process::id(), backend);
     let children: Vec<_> = (0..world)
@@ -199,6 +209,7 @@ fn run_job(backend: iris::BackendKind, role: &str, world: usize) -> Vec<(bool, S
                 .env("IRIS_LOCAL_RANK", rank.to_string())
                 .env("IRIS_LOCAL_WORLD_SIZE", world.to_string())
                 .env("IRIS_JOB_ID", &job)
+                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -354,5 +365,63 @@ fn ccl_refuses_a_world_across_nodes_without_shmem() {
             o.status.success() && text.contains("E2E-OK") && text.contains("refused"),
             "rank {rank}:\n{text}"
         );
+    }
+}
+
+/// The environment that makes ranks meet over the network rendezvous (TCP on loopback at
+/// a free port) instead of the node's Unix socket.
+fn network_rendezvous() -> Vec<(&'static str, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    vec![
+        ("IRIS_RENDEZVOUS", "tcp".to_string()),
+        ("MASTER_ADDR", "127.0.0.1".to_string()),
+        ("MASTER_PORT", port.to_string()),
+        ("IRIS_MASTER_PORT", port.to_string()),
+    ]
+}
+
+/// Ranks meeting over the network rendezvous on one node: the heap provider (descriptors
+/// over the node's Unix rendezvous) and the SHMEM provider (its unique id over TCP) run
+/// the same all-gather and counter at 2 and 4 processes; SHMEM is skipped, saying why,
+/// where its library is absent (`IRIS_REQUIRE_SHMEM=1` makes that a failure).
+#[test]
+fn heap_and_shmem_over_the_network_rendezvous() {
+    let required = std::env::var("IRIS_REQUIRE_SHMEM").is_ok_and(|v| v == "1");
+    for backend in backends() {
+        for world in [2usize, 4] {
+            for role in ["heap", "shmem"] {
+                let ranks = run_job_with(backend, role, world, &network_rendezvous());
+                if ranks.iter().all(|(ok, _)| *ok) {
+                    eprintln!("{backend} {role} at {world} processes over TCP: correct");
+                    continue;
+                }
+                let why: Vec<_> = ranks
+                    .iter()
+                    .map(|(_, t)| shmem_absent(backend, t))
+                    .collect();
+                match &why[0] {
+                    Some(reason)
+                        if role == "shmem" && why.iter().all(|w| w.as_ref() == Some(reason)) =>
+                    {
+                        assert!(
+                            !required || backend == iris::BackendKind::Cpu,
+                            "IRIS_REQUIRE_SHMEM=1 but {reason}"
+                        );
+                        eprintln!("{backend} shmem over TCP: skipped ({reason})");
+                    }
+                    _ => {
+                        for (rank, (ok, text)) in ranks.iter().enumerate() {
+                            assert!(
+                                ok,
+                                "{backend} {role} at {world} processes over TCP, rank {rank}:\n{text}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
