@@ -17,11 +17,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use common::*;
 use iris_host::driver::{BackendKind, MemoryKind};
@@ -415,63 +415,6 @@ fn spawn_rank(
     ]);
     command.envs(env.iter().copied());
     command.spawn().expect("spawn a rank")
-}
-
-/// One process's end.
-#[derive(Debug)]
-struct Ended {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-/// Waits for every child, at most `limit` (then kills them all and fails: a hang).
-fn wait_all(children: Vec<Child>, limit: Duration) -> Vec<Ended> {
-    let start = Instant::now();
-    let pids: Vec<u32> = children.iter().map(Child::id).collect();
-    let (tx, rx) = mpsc::channel();
-    for (i, mut child) in children.into_iter().enumerate() {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut stdout = String::new();
-            let mut out = child.stdout.take().expect("piped stdout");
-            let mut err = child.stderr.take().expect("piped stderr");
-            let reader = std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = err.read_to_string(&mut s);
-                s
-            });
-            let _ = out.read_to_string(&mut stdout);
-            let stderr = reader.join().unwrap_or_default();
-            let status = child.wait().expect("wait");
-            let _ = tx.send((
-                i,
-                Ended {
-                    code: status.code(),
-                    stdout,
-                    stderr,
-                    elapsed: start.elapsed(),
-                },
-            ));
-        });
-    }
-    drop(tx);
-    let mut ended: Vec<Option<Ended>> = pids.iter().map(|_| None).collect();
-    while ended.iter().any(Option::is_none) {
-        let left = limit.saturating_sub(start.elapsed());
-        match rx.recv_timeout(left) {
-            Ok((i, e)) => ended[i] = Some(e),
-            Err(_) => {
-                for &pid in &pids {
-                    // SAFETY: plain kill of our own children.
-                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                }
-                panic!("processes hung for {limit:?}: {ended:#?}");
-            }
-        }
-    }
-    ended.into_iter().flatten().collect()
 }
 
 #[test]

@@ -1,6 +1,10 @@
 //! Shared test support: CPU code objects built from C, wrapped in kernel units.
 #![allow(dead_code)]
 
+mod children;
+#[allow(unused_imports)] // not every test crate starts processes
+pub use children::{wait_all, Ended};
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
