@@ -253,6 +253,9 @@ mod gemm {
                 if lane_id() == 0 {
                     atomic_store(flag, 2, me, Ordering::Release, Scope::Device);
                 }
+                // The lanes together again before the matrix operations (which need the
+                // whole warp converged).
+                warp_sync();
             } else {
                 let mut waited = 0u32;
                 if lane_id() == 0 {

@@ -17,6 +17,9 @@
 //! Every lane of a full warp must make the same matrix operations with the same tile
 //! and `ld` (as with the warp operations): launch blocks whose size is a multiple of
 //! [`warp_size`](super::warp_size) and call them outside branches that split a warp.
+//! After such a branch (`if lane_id() == 0 { .. }`), call
+//! [`warp_sync`](super::warp_sync) before the next matrix operation: on NVIDIA the lanes
+//! of a warp do not rejoin by themselves, and `mma.sync`/`ldmatrix` need all of them.
 //!
 //! On NVIDIA a fragment load from block-shared memory whose rows start on 16-byte
 //! boundaries (tile address and `ld * size_of::<T>()` multiples of 16) is one `ldmatrix`;

@@ -102,11 +102,27 @@ impl FnBuilder<'_> {
         Ok(self.def(&format!("add i32 {row}, {x}")))
     }
 
-    /// NVIDIA's mask of the lanes executing this instruction.
-    fn ptx_active_mask(&mut self) -> String {
-        let name = "llvm.nvvm.activemask";
-        self.m.declare(name, "i32", "");
-        self.def(&format!("call i32 @{name}()"))
+    /// NVIDIA's mask of the lanes of this warp that exist in the block (all 32 but in a
+    /// block whose size is not a multiple of 32): warp operations wait for all of them,
+    /// as CUDA's `__shfl_sync(0xffffffff, ..)` does, so lanes that went apart in a branch
+    /// meet again there (with `activemask` a lane still in the branch would be left out,
+    /// and the others would read their own value from it).
+    fn ptx_active_mask(&mut self) -> Result<String, String> {
+        let t = self.linear_thread()?;
+        let lane = self.lane_id()?;
+        let base = self.def(&format!("sub i32 {t}, {lane}"));
+        let (bx, by, bz) = (
+            self.coord(Coord::BlockDim, Dim::X)?,
+            self.coord(Coord::BlockDim, Dim::Y)?,
+            self.coord(Coord::BlockDim, Dim::Z)?,
+        );
+        let xy = self.def(&format!("mul i32 {bx}, {by}"));
+        let total = self.def(&format!("mul i32 {xy}, {bz}"));
+        let left = self.def(&format!("sub i32 {total}, {base}"));
+        let full = self.def(&format!("icmp uge i32 {left}, 32"));
+        let low = self.def(&format!("shl i32 1, {left}"));
+        let low = self.def(&format!("sub i32 {low}, 1"));
+        Ok(self.def(&format!("select i1 {full}, i32 -1, i32 {low}")))
     }
 
     /// `shfl*(value, lane)` of a value of type `ty`.
@@ -132,7 +148,7 @@ impl FnBuilder<'_> {
         let mut moved = Vec::with_capacity(words.len());
         match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask();
+                let mask = self.ptx_active_mask()?;
                 let (name, clamp) = match kind {
                     ShuffleKind::Index => ("idx", 31),
                     ShuffleKind::Xor => ("bfly", 31),
@@ -219,14 +235,14 @@ impl FnBuilder<'_> {
         let p = self.expr(pred)?;
         match (self.arch().kind(), kind) {
             (TargetKind::Nvptx, VoteKind::Ballot) => {
-                let mask = self.ptx_active_mask();
+                let mask = self.ptx_active_mask()?;
                 let f = "llvm.nvvm.vote.ballot.sync";
                 self.m.declare(f, "i32", "i32, i1");
                 let bits = self.def(&format!("call i32 @{f}(i32 {mask}, i1 {p})"));
                 Ok(self.def(&format!("zext i32 {bits} to i64")))
             }
             (TargetKind::Nvptx, _) => {
-                let mask = self.ptx_active_mask();
+                let mask = self.ptx_active_mask()?;
                 let f = if kind == VoteKind::Any {
                     "llvm.nvvm.vote.any.sync"
                 } else {
@@ -265,7 +281,7 @@ impl FnBuilder<'_> {
     pub fn warp_sync(&mut self) -> Result<(), String> {
         match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask();
+                let mask = self.ptx_active_mask()?;
                 let f = "llvm.nvvm.bar.warp.sync";
                 self.m.declare(f, "void", "i32");
                 self.inst(&format!("call void @{f}(i32 {mask})"));
@@ -308,7 +324,7 @@ impl FnBuilder<'_> {
     fn lanes_present(&mut self) -> Result<String, String> {
         let bits = match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask();
+                let mask = self.ptx_active_mask()?;
                 self.def(&format!("zext i32 {mask} to i64"))
             }
             _ => self.ballot_bits("true")?,
