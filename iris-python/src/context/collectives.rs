@@ -10,6 +10,7 @@ impl PyContext {
         output: PyRef<'_, PySymmetric>,
         algo: &str,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let algo = match algo {
             "push" => AllGatherAlgo::Push,
@@ -21,7 +22,12 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_gather", &input, &output)?;
-        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], sync)?;
+        let sync = self.order_after_torch(
+            py,
+            &[input.torch_device, output.torch_device],
+            sync,
+            on_torch_stream,
+        )?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {
@@ -44,6 +50,7 @@ impl PyContext {
         op: &str,
         algo: &str,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let op = match op {
             "sum" => ReduceOp::Sum,
@@ -65,7 +72,12 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_reduce", &input, &output)?;
-        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], sync)?;
+        let sync = self.order_after_torch(
+            py,
+            &[input.torch_device, output.torch_device],
+            sync,
+            on_torch_stream,
+        )?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {

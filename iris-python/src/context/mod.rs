@@ -196,7 +196,7 @@ impl PyContext {
     /// All-gather (iris.ccl): every rank's `input` (n elements), in rank order, into every
     /// rank's `output` (world_size * n). Both symmetric buffers of this context, same
     /// dtype; `algo` is `push` (remote stores) or `pull` (remote loads). Collective.
-    #[pyo3(signature = (input, output, algo = "push", sync = None))]
+    #[pyo3(signature = (input, output, algo = "push", sync = None, on_torch_stream = false))]
     fn all_gather(
         &self,
         py: Python<'_>,
@@ -204,15 +204,16 @@ impl PyContext {
         output: PyRef<'_, PySymmetric>,
         algo: &str,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.all_gather_impl(py, input, output, algo, sync)
+        self.all_gather_impl(py, input, output, algo, sync, on_torch_stream)
     }
 
     /// All-reduce (iris.ccl): the element-wise `op` (`sum`, `min`, `max`) of every rank's
     /// `input` into every rank's `output` (same length, same dtype, two symmetric buffers
     /// of this context). `algo`: `one_shot` (small messages) or `two_shot` (large).
     /// Collective; bit-identical on every rank.
-    #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = None))]
+    #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = None, on_torch_stream = false))]
     fn all_reduce(
         &self,
         py: Python<'_>,
@@ -221,8 +222,9 @@ impl PyContext {
         op: &str,
         algo: &str,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.all_reduce_impl(py, input, output, op, algo, sync)
+        self.all_reduce_impl(py, input, output, op, algo, sync, on_torch_stream)
     }
 
     /// Stores `src` (a symmetric buffer, a tensor, or an array: its `numel` elements,
@@ -230,7 +232,7 @@ impl PyContext {
     /// `offset` on: the extension's own kernel, which translates each address through
     /// `dst`'s table, then stores. Not collective; pair it with `barrier()` before peers
     /// read what was stored.
-    #[pyo3(signature = (src, dst, peer, offset = 0, sync = None))]
+    #[pyo3(signature = (src, dst, peer, offset = 0, sync = None, on_torch_stream = false))]
     fn put(
         &self,
         py: Python<'_>,
@@ -239,8 +241,9 @@ impl PyContext {
         peer: usize,
         offset: usize,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.put_impl(py, src, dst, peer, offset, sync)
+        self.put_impl(py, src, dst, peer, offset, sync, on_torch_stream)
     }
 
     /// Waits until every rank's work queued before it finished (collective).
@@ -358,17 +361,20 @@ impl PyContext {
 
     /// Orders a call's work after PyTorch's and says whether the call should wait for its
     /// own work (`sync`, else the default): on the rank's GPU with a PyTorch tensor among
-    /// `devices`, by queuing on PyTorch's current stream of that device (then no wait by
-    /// default); otherwise by waiting for PyTorch's current streams (then a wait by
+    /// `devices` (or `on_torch_stream`: iris buffers that PyTorch reads and writes through
+    /// tensor views), by queuing on PyTorch's current stream of that device (then no wait
+    /// by default); otherwise by waiting for PyTorch's current streams (then a wait by
     /// default).
     fn order_after_torch(
         &self,
         py: Python<'_>,
         devices: &[Option<i64>],
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<bool> {
         let info = &self.rank.info;
-        let on_rank_gpu = devices.iter().flatten().any(|d| *d as usize == info.device);
+        let on_rank_gpu =
+            on_torch_stream || devices.iter().flatten().any(|d| *d as usize == info.device);
         if !self.torch_stream || info.backend == BackendKind::Cpu || !on_rank_gpu {
             self.sync_torch(py, devices)?;
             return Ok(sync.unwrap_or(true));
