@@ -9,8 +9,7 @@ impl PyContext {
         input: PyRef<'_, PySymmetric>,
         output: PyRef<'_, PySymmetric>,
         algo: &str,
-        sync: Option<bool>,
-        on_torch_stream: bool,
+        order: CallOrder,
     ) -> PyResult<()> {
         let algo = match algo {
             "push" => AllGatherAlgo::Push,
@@ -22,12 +21,7 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_gather", &input, &output)?;
-        let sync = self.order_after_torch(
-            py,
-            &[input.torch_device, output.torch_device],
-            sync,
-            on_torch_stream,
-        )?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], order)?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {
@@ -49,8 +43,7 @@ impl PyContext {
         output: PyRef<'_, PySymmetric>,
         op: &str,
         algo: &str,
-        sync: Option<bool>,
-        on_torch_stream: bool,
+        order: CallOrder,
     ) -> PyResult<()> {
         let op = match op {
             "sum" => ReduceOp::Sum,
@@ -72,12 +65,7 @@ impl PyContext {
             }
         };
         let (i, o, dtype) = self.pair("all_reduce", &input, &output)?;
-        let sync = self.order_after_torch(
-            py,
-            &[input.torch_device, output.torch_device],
-            sync,
-            on_torch_stream,
-        )?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], order)?;
         self.keep(py, sync, &[&input, &output]);
         let rank = Arc::clone(&self.rank);
         py.detach(move || {

@@ -18,6 +18,15 @@ use crate::error::{to_py, usage};
 use crate::rank::RankThread;
 use crate::tensor::{check_place, describe, type_name, Operand};
 
+/// How a call is ordered with PyTorch's work: its `sync=` and `on_torch_stream=`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CallOrder {
+    /// Whether to wait for the call's work (`None`: the default for where it runs).
+    pub sync: Option<bool>,
+    /// Run on PyTorch's current stream even for iris buffers only.
+    pub on_torch_stream: bool,
+}
+
 /// The context of this process's rank.
 ///
 /// `Context()` reads the rank and world size from the launcher's environment (torchrun's
@@ -206,7 +215,16 @@ impl PyContext {
         sync: Option<bool>,
         on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.all_gather_impl(py, input, output, algo, sync, on_torch_stream)
+        self.all_gather_impl(
+            py,
+            input,
+            output,
+            algo,
+            CallOrder {
+                sync,
+                on_torch_stream,
+            },
+        )
     }
 
     /// All-reduce (iris.ccl): the element-wise `op` (`sum`, `min`, `max`) of every rank's
@@ -214,6 +232,7 @@ impl PyContext {
     /// of this context). `algo`: `one_shot` (small messages) or `two_shot` (large).
     /// Collective; bit-identical on every rank.
     #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = None, on_torch_stream = false))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn all_reduce(
         &self,
         py: Python<'_>,
@@ -224,7 +243,17 @@ impl PyContext {
         sync: Option<bool>,
         on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.all_reduce_impl(py, input, output, op, algo, sync, on_torch_stream)
+        self.all_reduce_impl(
+            py,
+            input,
+            output,
+            op,
+            algo,
+            CallOrder {
+                sync,
+                on_torch_stream,
+            },
+        )
     }
 
     /// Stores `src` (a symmetric buffer, a tensor, or an array: its `numel` elements,
@@ -233,6 +262,7 @@ impl PyContext {
     /// `dst`'s table, then stores. Not collective; pair it with `barrier()` before peers
     /// read what was stored.
     #[pyo3(signature = (src, dst, peer, offset = 0, sync = None, on_torch_stream = false))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn put(
         &self,
         py: Python<'_>,
@@ -243,7 +273,17 @@ impl PyContext {
         sync: Option<bool>,
         on_torch_stream: bool,
     ) -> PyResult<()> {
-        self.put_impl(py, src, dst, peer, offset, sync, on_torch_stream)
+        self.put_impl(
+            py,
+            src,
+            dst,
+            peer,
+            offset,
+            CallOrder {
+                sync,
+                on_torch_stream,
+            },
+        )
     }
 
     /// Waits until every rank's work queued before it finished (collective).
@@ -369,9 +409,12 @@ impl PyContext {
         &self,
         py: Python<'_>,
         devices: &[Option<i64>],
-        sync: Option<bool>,
-        on_torch_stream: bool,
+        order: CallOrder,
     ) -> PyResult<bool> {
+        let CallOrder {
+            sync,
+            on_torch_stream,
+        } = order;
         let info = &self.rank.info;
         let on_rank_gpu =
             on_torch_stream || devices.iter().flatten().any(|d| *d as usize == info.device);

@@ -11,8 +11,7 @@ impl PyContext {
         dst: PyRef<'_, PySymmetric>,
         peer: usize,
         offset: usize,
-        sync: Option<bool>,
-        on_torch_stream: bool,
+        order: CallOrder,
     ) -> PyResult<()> {
         let info = &self.rank.info;
         self.own("put: dst", &dst)?;
@@ -58,8 +57,7 @@ impl PyContext {
         if src_op.numel > 0 && src_op.ptr == 0 {
             return Err(usage("put: src has a null address"));
         }
-        let sync =
-            self.order_after_torch(py, &[src_torch, dst.torch_device], sync, on_torch_stream)?;
+        let sync = self.order_after_torch(py, &[src_torch, dst.torch_device], order)?;
         // The source object stays alive until the kernel finished: the call waits for it,
         // or `synchronize` releases it.
         let src_obj = src.clone().unbind();
