@@ -168,15 +168,6 @@ fn role(name: &str) -> Result<String> {
     }
 }
 
-fn no_core_dump() {
-    let zero = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a plain struct passed by reference.
-    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &zero) };
-}
-
 /// The entry point of every spawned process; does nothing in a normal test run.
 #[test]
 fn child() {

@@ -66,3 +66,13 @@ pub fn wait_all(children: Vec<Child>, limit: Duration) -> Vec<Ended> {
     }
     ended.into_iter().flatten().collect()
 }
+
+/// No core file when a rank process aborts on purpose (a test of a rank that dies).
+pub fn no_core_dump() {
+    let zero = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a plain struct passed by reference.
+    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &zero) };
+}

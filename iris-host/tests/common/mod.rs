@@ -3,7 +3,7 @@
 
 mod children;
 #[allow(unused_imports)] // not every test crate starts processes
-pub use children::{wait_all, Ended};
+pub use children::{no_core_dump, wait_all, Ended};
 
 use std::path::PathBuf;
 use std::process::Command;
