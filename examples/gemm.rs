@@ -252,14 +252,12 @@ mod kernels {
             let tb = unsafe { sb.add((cur * 4352 + wc) as usize) };
             for kk in 0..2 {
                 let kk = kk as u32;
-                let mut fb = [mma_load_b(tb, 136); 4];
+                // B's four fragments at this k step: the first, then the other three.
+                let row = unsafe { tb.add((16 * kk * 136) as usize) };
+                let mut fb = [mma_load_b(row, 136); 4];
                 for j in 1..4 {
-                    fb[j] = mma_load_b(
-                        unsafe { tb.add((16 * kk * 136 + 16 * j as u32) as usize) },
-                        136,
-                    );
+                    fb[j] = mma_load_b(unsafe { row.add((16 * j) as usize) }, 136);
                 }
-                fb[0] = mma_load_b(unsafe { tb.add((16 * kk * 136) as usize) }, 136);
                 for i in 0..4 {
                     let fa = mma_load_a(
                         unsafe { ta.add((16 * i as u32 * 40 + 16 * kk) as usize) },

@@ -7,9 +7,6 @@ mod intrinsic_table;
 mod nodes;
 mod types;
 
-pub use intrinsic_table::{
-    lookup as lookup_intrinsic, names as intrinsic_names, Entry as IntrinsicEntry, Family,
-    FREE_FUNCTIONS,
-};
+pub use intrinsic_table::{lookup as lookup_intrinsic, names as intrinsic_names, Family};
 pub use nodes::*;
 pub use types::*;

@@ -16,8 +16,7 @@ impl FnBuilder<'_> {
         let d = self.expr(dst)?;
         let s = self.expr(src)?;
         if self.arch().kind() != TargetKind::Nvptx {
-            let v = self.load(&s, "ptr", &ty)?;
-            self.store(&d, "ptr", &ty, &v)?;
+            self.copy_now(&d, &s, &ty)?;
             return Ok(String::new());
         }
         let bytes = ty.size().ok_or_else(|| format!("`copy_async` of `{ty}`"))?;
@@ -44,11 +43,16 @@ impl FnBuilder<'_> {
         ));
         self.jump(&join);
         self.start_block(&slow);
-        let v = self.load(&s, "ptr", &ty)?;
-        self.store(&d, "ptr", &ty, &v)?;
+        self.copy_now(&d, &s, &ty)?;
         self.jump(&join);
         self.start_block(&join);
         Ok(String::new())
+    }
+
+    /// `*d = *s` for a `ty`, at once.
+    fn copy_now(&mut self, d: &str, s: &str, ty: &Type) -> Result<(), String> {
+        let v = self.load(s, "ptr", ty)?;
+        self.store(d, "ptr", ty, &v)
     }
 
     /// `copy_async_commit()`.

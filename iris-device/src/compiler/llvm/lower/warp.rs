@@ -107,7 +107,7 @@ impl FnBuilder<'_> {
     /// as CUDA's `__shfl_sync(0xffffffff, ..)` does, so lanes that went apart in a branch
     /// meet again there (with `activemask` a lane still in the branch would be left out,
     /// and the others would read their own value from it).
-    fn ptx_active_mask(&mut self) -> Result<String, String> {
+    fn ptx_warp_mask(&mut self) -> Result<String, String> {
         let t = self.linear_thread()?;
         let lane = self.lane_id()?;
         let base = self.def(&format!("sub i32 {t}, {lane}"));
@@ -148,7 +148,7 @@ impl FnBuilder<'_> {
         let mut moved = Vec::with_capacity(words.len());
         match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask()?;
+                let mask = self.ptx_warp_mask()?;
                 let (name, clamp) = match kind {
                     ShuffleKind::Index => ("idx", 31),
                     ShuffleKind::Xor => ("bfly", 31),
@@ -235,14 +235,14 @@ impl FnBuilder<'_> {
         let p = self.expr(pred)?;
         match (self.arch().kind(), kind) {
             (TargetKind::Nvptx, VoteKind::Ballot) => {
-                let mask = self.ptx_active_mask()?;
+                let mask = self.ptx_warp_mask()?;
                 let f = "llvm.nvvm.vote.ballot.sync";
                 self.m.declare(f, "i32", "i32, i1");
                 let bits = self.def(&format!("call i32 @{f}(i32 {mask}, i1 {p})"));
                 Ok(self.def(&format!("zext i32 {bits} to i64")))
             }
             (TargetKind::Nvptx, _) => {
-                let mask = self.ptx_active_mask()?;
+                let mask = self.ptx_warp_mask()?;
                 let f = if kind == VoteKind::Any {
                     "llvm.nvvm.vote.any.sync"
                 } else {
@@ -281,7 +281,7 @@ impl FnBuilder<'_> {
     pub fn warp_sync(&mut self) -> Result<(), String> {
         match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask()?;
+                let mask = self.ptx_warp_mask()?;
                 let f = "llvm.nvvm.bar.warp.sync";
                 self.m.declare(f, "void", "i32");
                 self.inst(&format!("call void @{f}(i32 {mask})"));
@@ -324,7 +324,7 @@ impl FnBuilder<'_> {
     fn lanes_present(&mut self) -> Result<String, String> {
         let bits = match self.arch().kind() {
             TargetKind::Nvptx => {
-                let mask = self.ptx_active_mask()?;
+                let mask = self.ptx_warp_mask()?;
                 self.def(&format!("zext i32 {mask} to i64"))
             }
             _ => self.ballot_bits("true")?,
