@@ -311,6 +311,17 @@ pub trait Stream: Send + Sync {
     /// queued before it has. Re-recording an event moves it.
     fn record(&self, event: &dyn Event) -> Result<()>;
 
+    /// Makes the work queued on this stream from now on wait until `event` (recorded on
+    /// any stream of the device) has completed, without the host waiting. The default
+    /// returns [`Error::Unsupported`] (the CPU backend keeps one order).
+    fn wait_event(&self, event: &dyn Event) -> Result<()> {
+        let _ = event;
+        Err(Error::Unsupported {
+            backend: BackendKind::Cpu,
+            what: "ordering a stream after another's event",
+        })
+    }
+
     /// Whether the stream is capturing a graph: work queued now is recorded, not run,
     /// so nothing may wait for it or read its results. The default says no.
     fn is_capturing(&self) -> Result<bool> {

@@ -63,8 +63,12 @@ impl CapturedGraph<'_> {
 }
 
 impl Iris {
-    /// Sends this rank's work to `stream` from now on, after the work queued so far has
-    /// finished (iris's own stream is waited for, not `stream`). Not on the CPU backend.
+    /// Sends this rank's work to `stream` from now on, ordered after the work queued so far
+    /// by an event (the host does not wait). When `stream` captures a graph, the graph
+    /// holds only what is queued on it: let earlier work finish before the capture begins
+    /// (`torch.cuda.graph` synchronizes the device first). Leaving a capturing stream for
+    /// one that does not capture is [`Error::Unsupported`](iris_driver::Error::Unsupported).
+    /// Not on the CPU backend.
     pub fn use_stream(&self, stream: StreamRef) -> Result<()> {
         // SAFETY: `StreamRef::from_raw`'s contract: a live stream of this device that
         // outlives its use.
@@ -72,8 +76,8 @@ impl Iris {
         self.core().set_stream(Some(Arc::from(lent)))
     }
 
-    /// Sends this rank's work back to iris's own stream, after the work queued on the lent
-    /// one has finished.
+    /// Sends this rank's work back to iris's own stream, ordered after the work queued on
+    /// the lent one by an event.
     pub fn use_own_stream(&self) -> Result<()> {
         self.core().set_stream(None)
     }

@@ -182,6 +182,13 @@ impl GpuApi for Cuda {
         })
     }
 
+    unsafe fn stream_wait_event(stream: CUstream, event: CUevent) -> Result<()> {
+        // SAFETY: live handles; flag 0 is the default wait.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(stream, event, 0)
+        })
+    }
+
     unsafe fn event_query(event: CUevent) -> Query {
         // SAFETY: a live event.
         query_result("cuEventQuery", unsafe { sys::cuEventQuery(event) })

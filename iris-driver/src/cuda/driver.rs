@@ -49,6 +49,7 @@ const SYMBOLS: &[&str] = &[
     "cuEventCreate",
     "cuEventDestroy_v2",
     "cuEventRecord",
+    "cuStreamWaitEvent",
     "cuEventQuery",
     "cuModuleLoadDataEx",
     "cuModuleUnload",

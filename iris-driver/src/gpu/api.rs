@@ -92,6 +92,9 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
     unsafe fn event_destroy(event: Self::Event) -> Result<()>;
     /// Records the event at the current end of the stream.
     unsafe fn event_record(event: Self::Event, stream: Self::Stream) -> Result<()>;
+    /// Makes `stream`'s later work wait until `event`'s recorded work has finished,
+    /// without the host waiting.
+    unsafe fn stream_wait_event(stream: Self::Stream, event: Self::Event) -> Result<()>;
     /// Whether the work before the event has finished.
     unsafe fn event_query(event: Self::Event) -> Query;
     /// Milliseconds from `start` to `end`, both recorded and complete.

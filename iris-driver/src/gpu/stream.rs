@@ -108,6 +108,13 @@ impl<A: GpuApi> Stream for GpuStream<A> {
         unsafe { A::event_record(event.raw, self.raw) }
     }
 
+    fn wait_event(&self, event: &dyn Event) -> Result<()> {
+        let event: &GpuEvent<A> = downcast(event.as_any(), A::KIND, "event")?;
+        A::make_current(&self.ctx)?;
+        // SAFETY: both handles are live; the wait is queued with the event's state now.
+        unsafe { A::stream_wait_event(self.raw, event.raw) }
+    }
+
     fn is_capturing(&self) -> Result<bool> {
         A::make_current(&self.ctx)?;
         // SAFETY: a live stream of the current device.

@@ -183,6 +183,13 @@ impl GpuApi for Hip {
         })
     }
 
+    unsafe fn stream_wait_event(stream: hipStream_t, event: hipEvent_t) -> Result<()> {
+        // SAFETY: live handles; flag 0 is the default wait.
+        check("hipStreamWaitEvent", unsafe {
+            hip::hipStreamWaitEvent(stream, event, 0)
+        })
+    }
+
     unsafe fn event_query(event: hipEvent_t) -> Query {
         // SAFETY: a live event.
         query_result("hipEventQuery", unsafe { hip::hipEventQuery(event) })

@@ -51,6 +51,7 @@ const SYMBOLS: &[&str] = &[
     "hipEventCreateWithFlags",
     "hipEventDestroy",
     "hipEventRecord",
+    "hipStreamWaitEvent",
     "hipEventQuery",
     "hipEventElapsedTime",
     "hipModuleLoadData",

@@ -118,13 +118,36 @@ impl RankCore {
         &self.own
     }
 
-    /// Sends this rank's work to `stream` from now on (`None`: back to its own), after
-    /// the work queued so far has finished, so that nothing queued on the old stream is
-    /// overtaken.
+    /// Sends this rank's work to `stream` from now on (`None`: back to its own), ordered
+    /// after the work queued on the old stream by an event, without the host waiting.
+    ///
+    /// A stream that captures a graph records only what is queued on it: switching onto
+    /// one from a stream that does not capture adds no order (the graph's replays are
+    /// ordered by the stream they are launched on; wait for earlier work before the
+    /// capture begins, as `torch.cuda.graph` does). Leaving a capturing stream for one
+    /// that does not capture is refused: it would pull that stream into the capture.
     pub(crate) fn set_stream(&self, stream: Option<Arc<dyn Stream>>) -> Result<()> {
-        self.synchronize()?;
         let next = stream.unwrap_or_else(|| Arc::clone(&self.own));
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = next;
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let old = Arc::clone(&current);
+        let rank = self.rank();
+        let next_captures = next.is_capturing().map_err(|e| e.on_rank(rank))?;
+        let old_captures = old.is_capturing().map_err(|e| e.on_rank(rank))?;
+        match (old_captures, next_captures) {
+            (false, true) => {}
+            (true, false) => {
+                return Err(Error::Unsupported {
+                    backend: self.device_info().backend,
+                    what: "switching from a stream that captures a graph to one that does not: end the capture first",
+                })
+            }
+            _ => {
+                let event = self.device().create_event().map_err(|e| e.on_rank(rank))?;
+                old.record(&*event).map_err(|e| e.on_rank(rank))?;
+                next.wait_event(&*event).map_err(|e| e.on_rank(rank))?;
+            }
+        }
+        *current = next;
         Ok(())
     }
 
