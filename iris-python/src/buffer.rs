@@ -172,8 +172,9 @@ impl PySymmetric {
     }
 
     /// A zero-copy view for PyTorch or CuPy (`torch.as_tensor(buf, device="cuda")`) on a
-    /// GPU backend. No stream: every call of the extension finishes its work before it
-    /// returns unless told otherwise.
+    /// GPU backend. No stream: the extension's calls on PyTorch's stream are ordered with
+    /// PyTorch's work there, and its other calls finish before they return unless told
+    /// otherwise.
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         if self.rank.info.backend == BackendKind::Cpu {

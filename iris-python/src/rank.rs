@@ -5,9 +5,10 @@
 //! in the order they were sent (which is what collective calls need).
 
 use std::collections::HashMap;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use iris::ccl::Ccl;
 use iris::{BackendKind, Error, Iris, World};
@@ -221,7 +222,7 @@ impl RankThread {
         self.send(Box::new(move |rank: &mut Rank<'_>| {
             let _ = tx.send(f(rank));
         }))?;
-        rx.recv().map_err(|_| closed())?
+        recv_spinning(&rx, RESULT_SPIN).map_err(|_| closed())?
     }
 
     /// Whether the context was closed.
@@ -247,6 +248,31 @@ impl RankThread {
 impl Drop for RankThread {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+/// How long the caller spins for a job's result before it sleeps: a launch takes a few
+/// microseconds, and waking a sleeping thread costs as much again.
+const RESULT_SPIN: Duration = Duration::from_micros(200);
+
+/// How long the rank's thread spins for the next job after one before it sleeps, so that
+/// calls in quick succession (a model step's) do not each pay for waking it.
+const NEXT_JOB_SPIN: Duration = Duration::from_micros(100);
+
+/// `rx.recv()`, polling for up to `spin` first.
+fn recv_spinning<T>(rx: &Receiver<T>, spin: Duration) -> Result<T, RecvError> {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            match rx.try_recv() {
+                Ok(value) => return Ok(value),
+                Err(TryRecvError::Disconnected) => return Err(RecvError),
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        if start.elapsed() >= spin {
+            return rx.recv();
+        }
     }
 }
 
@@ -280,7 +306,7 @@ fn serve(
         let _ = tx.send(Ok(report));
     }
     let mut rank = Rank::new(iris);
-    while let Ok(job) = jobs.recv() {
+    while let Ok(job) = recv_spinning(&jobs, NEXT_JOB_SPIN) {
         job(&mut rank);
     }
     rank.close()

@@ -5,7 +5,7 @@ mod memory;
 mod put;
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use iris::ccl::{self, AllGatherAlgo, AllReduceAlgo, ReduceOp};
@@ -419,19 +419,24 @@ impl PyContext {
         let on_rank_gpu =
             on_torch_stream || devices.iter().flatten().any(|d| *d as usize == info.device);
         if !self.torch_stream || info.backend == BackendKind::Cpu || !on_rank_gpu {
+            if info.backend != BackendKind::Cpu && torch_captures(py)? {
+                return Err(usage(
+                    "inside a CUDA graph capture (torch.cuda.graph) a call must run on PyTorch's stream: pass on_torch_stream=True (its buffers are iris's own) and keep torch_stream=True",
+                ));
+            }
             self.sync_torch(py, devices)?;
             return Ok(sync.unwrap_or(true));
         }
-        let stream = py
-            .import("torch")?
-            .getattr("cuda")?
-            .call_method1("current_stream", (info.device,))?;
-        let raw: usize = stream.getattr("cuda_stream")?.extract()?;
+        let raw = torch_raw_stream(py, info.device)?;
         let mut lent = self
             .lent
             .lock()
             .map_err(|_| usage("the context's stream lock is poisoned"))?;
         if lent.as_ref().map(|(r, _)| *r) != Some(raw) {
+            let stream = py
+                .import("torch")?
+                .getattr("cuda")?
+                .call_method1("current_stream", (info.device,))?;
             let rank = Arc::clone(&self.rank);
             py.detach(move || {
                 rank.call(move |r| {
@@ -454,11 +459,12 @@ impl PyContext {
             return;
         }
         if let Ok(mut pending) = self.pending.lock() {
-            pending.extend(
-                buffers
-                    .iter()
-                    .filter_map(|b| b.owner.as_ref().map(|o| o.clone_ref(py))),
-            );
+            for owner in buffers.iter().filter_map(|b| b.owner.as_ref()) {
+                // Once each: a loop of calls without `synchronize` must not grow the list.
+                if !pending.iter().any(|p| p.as_ptr() == owner.as_ptr()) {
+                    pending.push(owner.clone_ref(py));
+                }
+            }
         }
     }
 
@@ -467,6 +473,42 @@ impl PyContext {
             pending.clear();
         }
     }
+}
+
+/// The handle of PyTorch's current stream of `device`: `torch._C._cuda_getCurrentRawStream`
+/// (an integer, no Python stream object made: this runs on every call), else
+/// `torch.cuda.current_stream(device).cuda_stream`.
+fn torch_raw_stream(py: Python<'_>, device: usize) -> PyResult<usize> {
+    static RAW_STREAM: OnceLock<Option<Py<PyAny>>> = OnceLock::new();
+    let getter = RAW_STREAM.get_or_init(|| {
+        py.import("torch")
+            .and_then(|t| t.getattr("_C"))
+            .and_then(|c| c.getattr("_cuda_getCurrentRawStream"))
+            .ok()
+            .map(Bound::unbind)
+    });
+    match getter {
+        Some(f) => f.bind(py).call1((device,))?.extract(),
+        None => py
+            .import("torch")?
+            .getattr("cuda")?
+            .call_method1("current_stream", (device,))?
+            .getattr("cuda_stream")?
+            .extract(),
+    }
+}
+
+/// Whether PyTorch's current stream captures a CUDA graph (`false` when PyTorch is not
+/// imported: nothing else starts a capture from Python).
+fn torch_captures(py: Python<'_>) -> PyResult<bool> {
+    let modules = py.import("sys")?.getattr("modules")?;
+    if !modules.contains("torch")? {
+        return Ok(false);
+    }
+    py.import("torch")?
+        .getattr("cuda")?
+        .call_method0("is_current_stream_capturing")?
+        .extract()
 }
 
 /// The device PyTorch produces `op` on, when it is a PyTorch GPU tensor.
