@@ -18,7 +18,8 @@ import torch
 
 from . import IrisError
 
-# (data_ptr, numel, dtype) of a registered tensor -> (context, symmetric buffer).
+# (data_ptr, numel, dtype) of a registered tensor -> (context, symmetric buffer, whether
+# the operators run on PyTorch's stream: every GPU backend).
 _known = {}
 
 
@@ -35,7 +36,7 @@ def tensor(ctx, buf):
         t = torch.from_numpy(numpy.asarray(buf))
     else:
         t = torch.as_tensor(buf, device=f"cuda:{ctx.device}")
-    _known[_key(t)] = (ctx, buf)
+    _known[_key(t)] = (ctx, buf, ctx.backend != "cpu")
     return t
 
 
@@ -43,13 +44,8 @@ def adopt(ctx, t, handle):
     """``ctx.adopt(t, handle)`` (PyTorch symmetric memory), remembered so that ``t`` can be
     passed to the ``torch.ops.iris`` operators; returns the symmetric buffer."""
     buf = ctx.adopt(t, handle)
-    _known[_key(t)] = (ctx, buf)
+    _known[_key(t)] = (ctx, buf, ctx.backend != "cpu")
     return buf
-
-
-def _gpu(ctx):
-    """Whether the operators run on PyTorch's current stream (every GPU backend)."""
-    return ctx.backend != "cpu"
 
 
 def _lookup(t, what):
@@ -76,24 +72,24 @@ _lib.define("put(Tensor src, Tensor(a!) dst, int peer, int offset=0) -> ()")
 def all_reduce(input, output, op="sum", algo="one_shot"):
     """``torch.ops.iris.all_reduce``: the element-wise ``op`` of every rank's ``input``
     into every rank's ``output``."""
-    ctx, bi = _lookup(input, "input")
-    _, bo = _lookup(output, "output")
-    ctx.all_reduce(bi, bo, op=op, algo=algo, on_torch_stream=_gpu(ctx))
+    ctx, bi, gpu = _lookup(input, "input")
+    bo = _lookup(output, "output")[1]
+    ctx.all_reduce(bi, bo, op, algo, None, gpu)
 
 
 def all_gather(input, output, algo="push"):
     """``torch.ops.iris.all_gather``: every rank's ``input``, in rank order, into every
     rank's ``output``."""
-    ctx, bi = _lookup(input, "input")
-    _, bo = _lookup(output, "output")
-    ctx.all_gather(bi, bo, algo=algo, on_torch_stream=_gpu(ctx))
+    ctx, bi, gpu = _lookup(input, "input")
+    bo = _lookup(output, "output")[1]
+    ctx.all_gather(bi, bo, algo, None, gpu)
 
 
 def put(src, dst, peer, offset=0):
     """``torch.ops.iris.put``: ``src`` into rank ``peer``'s copy of ``dst`` from element
     ``offset`` on."""
-    ctx, bd = _lookup(dst, "dst")
-    ctx.put(src, bd, peer=peer, offset=offset, on_torch_stream=_gpu(ctx))
+    ctx, bd, gpu = _lookup(dst, "dst")
+    ctx.put(src, bd, peer, offset, None, gpu)
 
 
 def _nothing(*args, **kwargs):
