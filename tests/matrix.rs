@@ -632,3 +632,75 @@ fn pipelined_gemm_with_async_copies_matches_the_host_exactly() {
             .unwrap_or_else(|e| panic!("{backend}: {e}"));
     }
 }
+
+/// Warpgroup matrix operations (`wg_mma`: `wgmma` on Hopper, computed elsewhere).
+#[iris::kernels]
+mod warpgroup {
+    use iris::prelude::*;
+
+    /// `C = A x B` for `A`: 128 x k and `B`: k x 128 (row-major), one block of two
+    /// warpgroups, k in steps of 32 through one shared buffer in the warpgroup tile layout.
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn gemm_128<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, k: u32) {
+        let sa = shared_array::<T, 4096>(); // 128 rows x 32 k
+        let sb = shared_array::<T, 4096>(); // 32 k x 128 columns
+        let group = thread_idx_x() / 128;
+        let mut acc = wg_zero();
+        let mut k0 = 0u32;
+        while k0 < k {
+            let mut i = thread_idx_x();
+            while i < 4096 {
+                let (m, ka) = (i / 32, i % 32);
+                let at = ((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8;
+                unsafe { *sa.add(at as usize) = *a.add((m * k + k0 + ka) as usize) };
+                let (kb, nb) = (i / 128, i % 128);
+                let at = ((nb / 8) * 4 + kb / 8) * 64 + (kb % 8) * 8 + nb % 8;
+                unsafe { *sb.add(at as usize) = *b.add(((k0 + kb) * 128 + nb) as usize) };
+                i += block_dim_x();
+            }
+            sync_threads();
+            let ta = unsafe { sa.add((group * 2048) as usize) };
+            acc = wg_mma(ta as *const T, sb as *const T, 4, acc);
+            acc = wg_mma(
+                unsafe { ta.add(128) } as *const T,
+                unsafe { sb.add(128) } as *const T,
+                4,
+                acc,
+            );
+            acc = wg_wait(acc);
+            sync_threads();
+            k0 += 32;
+        }
+        wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
+    }
+}
+
+#[test]
+fn warpgroup_gemm_matches_the_host_exactly() {
+    let (m, n, k) = (128usize, 128usize, 96usize);
+    let a: Vec<f32> = (0..m * k).map(|i| small(i, 11)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| small(i, 12)).collect();
+    let want = host_gemm(&a, &b, m, n, k);
+    for backend in backends() {
+        World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let da =
+                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let db =
+                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                warpgroup::gemm_128::launch(iris, (1, 256), &da, &db, &c, k as u32)?;
+                assert_eq!(c.to_vec()?, want, "bf16");
+                let da =
+                    iris.from_slice(&a.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let db =
+                    iris.from_slice(&b.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                warpgroup::gemm_128::launch::<f16>(iris, (1, 256), &da, &db, &c, k as u32)?;
+                assert_eq!(c.to_vec()?, want, "f16");
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}

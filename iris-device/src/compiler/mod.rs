@@ -43,7 +43,8 @@ pub fn compile_ir(
     // Lowering is cheap and needs the IR (which holds spans, so it stays on this thread);
     // LLVM and the linker are the cost, and run for every target at once.
     let mut lowered = Vec::with_capacity(targets.len());
-    for &target in targets {
+    let warpgroup = ir.functions.iter().any(|f| f.uses_warpgroup_mma);
+    for target in targets.iter().map(|t| t.for_unit(warpgroup)) {
         let text = llvm::lower_unit(&ir, target).map_err(|e| CompileError::new(span, e))?;
         lowered.push((target, text));
     }

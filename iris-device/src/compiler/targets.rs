@@ -15,6 +15,11 @@ pub enum Target {
     Sm80,
     /// NVIDIA Hopper (H100, H200), through PTX.
     Sm90,
+    /// NVIDIA Hopper with its architecture-specific instructions (`wgmma`): what a unit
+    /// that calls `wg_mma` is compiled for in place of [`Target::Sm90`] (see
+    /// [`Target::for_unit`]). Its code runs on Hopper only; other NVIDIA GPUs take the
+    /// unit's `sm_80` code.
+    Sm90a,
     /// The host CPU (the machine the macro runs on).
     Cpu,
 }
@@ -38,6 +43,7 @@ impl Target {
             Target::Gfx950 => "gfx950",
             Target::Sm80 => "sm_80",
             Target::Sm90 => "sm_90",
+            Target::Sm90a => "sm_90a",
             Target::Cpu => host_triple(),
         }
     }
@@ -46,7 +52,7 @@ impl Target {
     pub fn kind(self) -> TargetKind {
         match self {
             Target::Gfx90a | Target::Gfx942 | Target::Gfx950 => TargetKind::Amdgpu,
-            Target::Sm80 | Target::Sm90 => TargetKind::Nvptx,
+            Target::Sm80 | Target::Sm90 | Target::Sm90a => TargetKind::Nvptx,
             Target::Cpu => TargetKind::Cpu,
         }
     }
@@ -68,7 +74,17 @@ impl Target {
             Target::Gfx950 => "gfx950",
             Target::Sm80 => "sm_80",
             Target::Sm90 => "sm_90",
+            Target::Sm90a => "sm_90a",
             Target::Cpu => "x86-64-v2",
+        }
+    }
+
+    /// The target a unit is compiled for when `self` is asked for: [`Target::Sm90a`] for
+    /// [`Target::Sm90`] when the unit uses warpgroup matrix operations, else `self`.
+    pub fn for_unit(self, uses_warpgroup_mma: bool) -> Target {
+        match self {
+            Target::Sm90 if uses_warpgroup_mma => Target::Sm90a,
+            other => other,
         }
     }
 

@@ -15,6 +15,7 @@ mod time;
 mod values;
 mod vector;
 mod warp;
+mod warpgroup;
 
 pub use atomics::*;
 pub use element::{max, min, narrow, widen, Acc, Element};
@@ -33,6 +34,8 @@ pub use warp::{
     all, any, ballot, lane_id, shfl, shfl_down, shfl_up, shfl_xor, warp_id, warp_reduce_add,
     warp_reduce_max, warp_reduce_min, warp_size, warp_sync, WarpValue,
 };
+
+pub use warpgroup::{wg_mma, wg_store, wg_wait, wg_zero, WgAcc, WG_K, WG_M, WG_N};
 
 pub use core::sync::atomic::Ordering;
 pub use half::{bf16, f16};

@@ -6,7 +6,7 @@
 use crate::common::tools::*;
 use crate::source::unit_from_source;
 use iris_device::abi::TargetKind;
-use iris_device::compiler::ALL_TARGETS;
+use iris_device::compiler::{Target, ALL_TARGETS};
 
 /// One warp: `C[16 x 16] = A[16 x k] * B[k x 16]`, 16 columns of A at a time.
 const TILE: &str = r#"
@@ -227,6 +227,86 @@ fn shared_memory_tiles_use_async_copies_and_matrix_loads() {
                 ] {
                     assert!(asm.contains(want), "{name}: no `{want}`\n{asm}");
                 }
+                assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}
+
+/// Two warpgroups: each multiplies its 64 rows of a shared A (128 x 32) by a shared B
+/// (32 x 128), the tiles written element by element in the warpgroup tile layout.
+const WARPGROUP: &str = r#"
+#[instances(T = [bf16, f16])]
+pub fn warpgroup<T: MmaElement>(a: *const T, b: *const T, c: *mut f32) {
+    let sa = shared_array::<T, 4096>();
+    let sb = shared_array::<T, 4096>();
+    let mut i = thread_idx_x();
+    while i < 4096 {
+        let (m, ka) = (i / 32, i % 32);
+        unsafe { *sa.add((((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8) as usize) = *a.add(i as usize) };
+        let (kb, nb) = (i / 128, i % 128);
+        unsafe { *sb.add((((nb / 8) * 4 + kb / 8) * 64 + (kb % 8) * 8 + nb % 8) as usize) = *b.add(i as usize) };
+        i += block_dim_x();
+    }
+    sync_threads();
+    let group = thread_idx_x() / 128;
+    let ta = unsafe { sa.add((group * 2048) as usize) };
+    let mut acc = wg_zero();
+    acc = wg_mma(ta as *const T, sb as *const T, 4, acc);
+    acc = wg_mma(unsafe { ta.add(128) } as *const T, unsafe { sb.add(128) } as *const T, 4, acc);
+    acc = wg_wait(acc);
+    wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
+}
+"#;
+
+#[test]
+fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
+    let unit = unit_from_source("warpgroup", WARPGROUP);
+    // A unit that calls `wg_mma` is compiled for sm_90a where sm_90 is asked for.
+    let compiled =
+        iris_device::compiler::compile_ir(unit.clone(), &[Target::Sm80, Target::Sm90], None)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    let names: Vec<&str> = compiled.objects.iter().map(|(t, _)| t.name()).collect();
+    assert_eq!(names, ["sm_80", "sm_90a"]);
+    for target in ALL_TARGETS.into_iter().map(|t| t.for_unit(true)) {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                if target == Target::Sm90a {
+                    assert!(ptx.contains(".target sm_90a"), "{name}\n{ptx}");
+                    for ty in ["bf16", "f16"] {
+                        let body = ptx
+                            .split(".entry ")
+                            .find(|b| b.starts_with(&format!("warpgroup__{ty}")))
+                            .unwrap_or("");
+                        let want = format!("wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty}");
+                        assert_eq!(
+                            body.matches(&want).count(),
+                            2,
+                            "{name} {ty}: two `{want}`\n{body}"
+                        );
+                        for want in [
+                            "fence.proxy.async.shared::cta",
+                            "wgmma.fence.sync.aligned",
+                            "wgmma.commit_group.sync.aligned",
+                            "wgmma.wait_group.sync.aligned 0",
+                        ] {
+                            assert!(body.contains(want), "{name} {ty}: no `{want}`\n{body}");
+                        }
+                    }
+                } else {
+                    assert!(
+                        !ptx.contains("wgmma"),
+                        "{name}: wgmma outside sm_90a\n{ptx}"
+                    );
+                }
+                assert!(!ptx.contains(".local"), "{name}: local memory\n{ptx}");
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
                 assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
             }
             TargetKind::Cpu => {}

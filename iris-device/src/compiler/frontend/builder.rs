@@ -42,6 +42,8 @@ pub struct FnBuilder<'u> {
     pub uses_block_barrier: bool,
     /// Whether a warp operation is called.
     pub uses_warp: bool,
+    /// Whether `wg_mma` is called.
+    pub uses_warpgroup_mma: bool,
     /// Nesting depth of loops (for `break`/`continue`).
     pub loop_depth: usize,
     /// The enclosing `for` loops whose ranges are constant (array indices may use
@@ -64,6 +66,7 @@ impl<'u> FnBuilder<'u> {
             shared_arrays: Vec::new(),
             uses_block_barrier: false,
             uses_warp: false,
+            uses_warpgroup_mma: false,
             loop_depth: 0,
             static_loops: Vec::new(),
         };
@@ -126,6 +129,7 @@ impl<'u> FnBuilder<'u> {
             shared_arrays: self.shared_arrays,
             uses_block_barrier: self.uses_block_barrier,
             uses_warp: self.uses_warp,
+            uses_warpgroup_mma: self.uses_warpgroup_mma,
             span: sig.span,
             instance_of: None,
         }

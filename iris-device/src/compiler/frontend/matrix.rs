@@ -14,6 +14,9 @@ impl FnBuilder<'_> {
         args: Vec<Expr>,
         span: Span,
     ) -> Result<Expr, CompileError> {
+        if name.starts_with("wg_") {
+            return self.warpgroup_call(name, args, span);
+        }
         let want = match name {
             "mma_zero" => 0,
             "mma_load_a" | "mma_load_b" => 2,

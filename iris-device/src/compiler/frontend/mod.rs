@@ -24,6 +24,7 @@ mod resolve;
 mod time;
 mod types;
 mod warp;
+mod warpgroup;
 
 pub use types::parse_type;
 

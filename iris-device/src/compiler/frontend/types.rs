@@ -69,6 +69,12 @@ fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
         }
         return Ok(Type::Symmetric(Box::new(elem)));
     }
+    if name == "WgAcc" {
+        return Ok(Type::Fragment(Fragment {
+            role: FragmentRole::WgAcc,
+            elem: Scalar::F32,
+        }));
+    }
     if name == "MmaAcc" {
         return Ok(Type::Fragment(Fragment {
             role: FragmentRole::Acc,

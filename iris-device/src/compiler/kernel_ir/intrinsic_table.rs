@@ -172,6 +172,10 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("mma_store", Family::Matrix),
     e("mma_store_peer", Family::Matrix),
     e("mma_add_peer", Family::Matrix),
+    e("wg_zero", Family::Matrix),
+    e("wg_mma", Family::Matrix),
+    e("wg_wait", Family::Matrix),
+    e("wg_store", Family::Matrix),
     e("widen", Family::Element),
     e("narrow", Family::Element),
     e("min", Family::Element),
@@ -239,7 +243,14 @@ impl Intrinsic {
             | Vote { .. }
             | WarpSync
             | WarpReduce { .. } => Family::Warp,
-            MmaLoad { .. } | MmaZero | Mma { .. } | MmaStore { .. } => Family::Matrix,
+            MmaLoad { .. }
+            | MmaZero
+            | Mma { .. }
+            | MmaStore { .. }
+            | WgZero
+            | WgMma { .. }
+            | WgWait { .. }
+            | WgStore { .. } => Family::Matrix,
             PtrOffset { .. }
             | SymOffset { .. }
             | SymLocal { .. }

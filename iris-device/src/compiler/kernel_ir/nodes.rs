@@ -43,6 +43,9 @@ pub struct Function {
     /// Whether the body calls a warp operation (shuffles, votes, `warp_sync`, warp
     /// reductions): the threads of a block then run concurrently on the CPU.
     pub uses_warp: bool,
+    /// Whether the body calls `wg_mma` (NVIDIA Hopper then compiles the unit for
+    /// `sm_90a`, whose `wgmma` it uses).
+    pub uses_warpgroup_mma: bool,
     /// The function's name span.
     pub span: Span,
     /// For an instance of a generic function: which one, with which arguments.
@@ -743,6 +746,37 @@ pub enum Intrinsic {
         /// Whose copy, for `mma_store_peer`.
         peer: Option<Operand>,
     },
+    /// `wg_zero()` -> a warpgroup accumulator of zeros.
+    WgZero,
+    /// `wg_mma(a, b, kchunks, acc)` -> `acc + A * B` for the 64 x 16 slice of A at `a`
+    /// and the 16 x 128 slice of B at `b` (shared memory, core-matrix layouts with
+    /// `kchunks` 8-element chunks per row group); asynchronous until `wg_wait`.
+    WgMma {
+        /// The element type of A and B.
+        elem: Scalar,
+        /// A's slice (a raw pointer to shared memory).
+        a: Operand,
+        /// B's slice (a raw pointer to shared memory).
+        b: Operand,
+        /// 8-element k chunks per 8-row group of both tiles, a `u32`.
+        kchunks: Operand,
+        /// The accumulator.
+        acc: Operand,
+    },
+    /// `wg_wait(acc)` -> `acc` once every `wg_mma` issued before has finished.
+    WgWait {
+        /// The accumulator.
+        acc: Operand,
+    },
+    /// `wg_store(tile, ld, acc)`: the warpgroup's 64 x 128 `f32` tile, row-major.
+    WgStore {
+        /// The tile's first element.
+        tile: Operand,
+        /// Elements between rows, a `u32`.
+        ld: Operand,
+        /// The accumulator.
+        acc: Operand,
+    },
     /// `warp_reduce_*(value)` -> the reduction over the warp, in every lane.
     WarpReduce {
         /// Which reduction.
@@ -806,6 +840,7 @@ impl Intrinsic {
             | WarpId
             | WarpSync
             | MmaZero
+            | WgZero
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
@@ -844,6 +879,11 @@ impl Intrinsic {
             WarpReduce { value, .. } => vec![value],
             MmaLoad { tile, ld, .. } => vec![tile, ld],
             Mma { a, b, acc, .. } => vec![a, b, acc],
+            WgMma {
+                a, b, kchunks, acc, ..
+            } => vec![a, b, kchunks, acc],
+            WgWait { acc } => vec![acc],
+            WgStore { tile, ld, acc } => vec![tile, ld, acc],
             MmaStore {
                 tile,
                 ld,
@@ -876,6 +916,7 @@ impl Intrinsic {
             | WarpId
             | WarpSync
             | MmaZero
+            | WgZero
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
@@ -914,6 +955,11 @@ impl Intrinsic {
             WarpReduce { value, .. } => vec![value],
             MmaLoad { tile, ld, .. } => vec![tile, ld],
             Mma { a, b, acc, .. } => vec![a, b, acc],
+            WgMma {
+                a, b, kchunks, acc, ..
+            } => vec![a, b, kchunks, acc],
+            WgWait { acc } => vec![acc],
+            WgStore { tile, ld, acc } => vec![tile, ld, acc],
             MmaStore {
                 tile,
                 ld,

@@ -148,6 +148,8 @@ pub enum FragmentRole {
     B,
     /// `MmaAcc`: the `f32` accumulator.
     Acc,
+    /// `WgAcc`: a warpgroup's 64 x 128 `f32` accumulator.
+    WgAcc,
 }
 
 /// A warp's 16 x 16 tile spread over its lanes (`MmaA<T>`, `MmaB<T>`, `MmaAcc`): how many
@@ -166,6 +168,7 @@ impl fmt::Display for Fragment {
             FragmentRole::A => write!(f, "MmaA<{}>", self.elem.name()),
             FragmentRole::B => write!(f, "MmaB<{}>", self.elem.name()),
             FragmentRole::Acc => write!(f, "MmaAcc"),
+            FragmentRole::WgAcc => write!(f, "WgAcc"),
         }
     }
 }

@@ -393,6 +393,7 @@ impl Func {
             shared_arrays: self.shared,
             uses_block_barrier,
             uses_warp: false,
+            uses_warpgroup_mma: false,
             span: Span::call_site(),
             instance_of: None,
         }

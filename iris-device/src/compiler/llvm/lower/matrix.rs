@@ -61,11 +61,24 @@ impl FnBuilder<'_> {
                 acc,
                 peer,
             } => self.mma_store(tile, ld, acc, peer.as_deref(), *add),
+            Intrinsic::WgZero => Ok(self.mma_zero()),
+            Intrinsic::WgMma {
+                elem,
+                a,
+                b,
+                kchunks,
+                acc,
+            } => self.wg_mma(*elem, a, b, kchunks, acc),
+            Intrinsic::WgWait { acc } => self.wg_wait(acc),
+            Intrinsic::WgStore { tile, ld, acc } => self.wg_store(tile, ld, acc),
             other => Err(not_in_family(other)),
         }
     }
 
     fn layout(&mut self, role: FragmentRole, ld: &str) -> Result<Layout, String> {
+        if role == FragmentRole::WgAcc {
+            return Err("a warpgroup accumulator has no warp-tile layout (a checker bug)".into());
+        }
         let lane = self.lane_id()?;
         let ld = self.def(&format!("zext i32 {ld} to i64"));
         Ok(match self.arch().kind() {
@@ -75,7 +88,7 @@ impl FnBuilder<'_> {
                 let q4 = self.def(&format!("shl i32 {q}, 2"));
                 let (row_base, col_base, offsets) = match role {
                     FragmentRole::A => (r, q4, (0..4).map(|i| (0, i)).collect()),
-                    FragmentRole::B | FragmentRole::Acc => {
+                    FragmentRole::B | FragmentRole::Acc | FragmentRole::WgAcc => {
                         (q4, r, (0..4).map(|i| (i, 0)).collect())
                     }
                 };
@@ -110,7 +123,7 @@ impl FnBuilder<'_> {
                             .collect(),
                         ld,
                     },
-                    FragmentRole::Acc => Layout {
+                    FragmentRole::Acc | FragmentRole::WgAcc => Layout {
                         row_base: g,
                         col_base: t2,
                         offsets: (0..8u32)

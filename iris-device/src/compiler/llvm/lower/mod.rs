@@ -41,6 +41,7 @@ mod softfloat;
 mod time;
 mod types;
 mod warp;
+mod warpgroup;
 
 use super::super::kernel_ir::{Type, Unit};
 use super::super::Target;
@@ -118,6 +119,7 @@ mod tests {
                 shared_arrays: vec![],
                 uses_block_barrier: false,
                 uses_warp: false,
+                uses_warpgroup_mma: false,
                 span: Span::call_site(),
                 instance_of: None,
             }],

@@ -4,7 +4,7 @@
 //! their *memory* type (`bool` is one byte). A `Symmetric<T>` is the first-class struct
 //! `{ ptr, i64, ptr }` (pointer, local base, table) with global pointers on GPUs.
 
-use super::super::super::kernel_ir::{Scalar, Type, Vector};
+use super::super::super::kernel_ir::{FragmentRole, Scalar, Type, Vector};
 use super::arch::Arch;
 
 /// The register type of a scalar.
@@ -69,6 +69,9 @@ pub(super) fn reg_ty(ty: &Type, arch: Arch) -> Result<String, String> {
         Type::Ptr { .. } => "ptr".to_string(),
         Type::Symmetric(_) => sym_ty(arch),
         Type::Array { elem, len } => format!("[{len} x {}]", reg_ty(elem, arch)?),
+        Type::Fragment(f) if f.role == FragmentRole::WgAcc => {
+            format!("[{} x float]", super::warpgroup::ACC_LEN)
+        }
         Type::Fragment(f) => format!(
             "[{} x {}]",
             super::matrix::fragment_len(arch.kind()),

@@ -1,0 +1,113 @@
+//! Warpgroup matrix operations: `wg_zero`, `wg_mma`, `wg_wait`, `wg_store` (see the
+//! prelude's `matrix` module).
+
+use super::super::kernel_ir::{Expr, ExprKind, Fragment, FragmentRole, Intrinsic, Scalar, Type};
+use super::super::CompileError;
+use super::builder::FnBuilder;
+use proc_macro2::Span;
+
+impl FnBuilder<'_> {
+    /// A warpgroup matrix operation `name(args)`.
+    pub fn warpgroup_call(
+        &mut self,
+        name: &str,
+        args: Vec<Expr>,
+        span: Span,
+    ) -> Result<Expr, CompileError> {
+        let want = match name {
+            "wg_zero" => 0,
+            "wg_wait" => 1,
+            "wg_store" => 3,
+            _ => 4,
+        };
+        if args.len() != want {
+            return Err(CompileError::new(
+                span,
+                format!("`{name}` takes {want} argument(s), {} given", args.len()),
+            ));
+        }
+        let u32t = Type::Scalar(Scalar::U32);
+        let acc_ty = Type::Fragment(Fragment {
+            role: FragmentRole::WgAcc,
+            elem: Scalar::F32,
+        });
+        let mut args = args.into_iter().map(Box::new);
+        let mut next = || {
+            args.next()
+                .ok_or_else(|| CompileError::new(span, "missing argument"))
+        };
+        let (op, ty) = match name {
+            "wg_zero" => (Intrinsic::WgZero, acc_ty),
+            "wg_wait" => {
+                let acc = next()?;
+                self.expect(&acc, &acc_ty)?;
+                (Intrinsic::WgWait { acc }, acc_ty)
+            }
+            "wg_store" => {
+                let (tile, ld, acc) = (next()?, next()?, next()?);
+                self.expect(
+                    &tile,
+                    &Type::Ptr {
+                        pointee: Box::new(Type::Scalar(Scalar::F32)),
+                        mutable: true,
+                    },
+                )?;
+                self.expect(&ld, &u32t)?;
+                self.expect(&acc, &acc_ty)?;
+                (Intrinsic::WgStore { tile, ld, acc }, Type::Unit)
+            }
+            _ => {
+                let (a, b, kchunks, acc) = (next()?, next()?, next()?, next()?);
+                let elem = self.tile_element(name, &a)?;
+                let want_b = Type::Ptr {
+                    pointee: Box::new(Type::Scalar(elem)),
+                    mutable: false,
+                };
+                if !matches!(self.infer.shallow(&b.ty), Type::Ptr { pointee, .. } if *pointee == Type::Scalar(elem))
+                {
+                    return Err(CompileError::new(
+                        b.span,
+                        format!(
+                            "`wg_mma`'s B tile is a `{want_b}` (the element type of A), not `{}`",
+                            self.infer.describe(&self.infer.shallow(&b.ty))
+                        ),
+                    ));
+                }
+                self.expect(&kchunks, &u32t)?;
+                self.expect(&acc, &acc_ty)?;
+                self.uses_warpgroup_mma = true;
+                (
+                    Intrinsic::WgMma {
+                        elem,
+                        a,
+                        b,
+                        kchunks,
+                        acc,
+                    },
+                    acc_ty,
+                )
+            }
+        };
+        Ok(self.expr(ExprKind::Intrinsic(op), ty, span))
+    }
+
+    /// The element type of the tile `ptr` points at: `bf16` or `f16`.
+    fn tile_element(&mut self, name: &str, ptr: &Expr) -> Result<Scalar, CompileError> {
+        match self.infer.shallow(&ptr.ty) {
+            Type::Ptr { pointee, .. } => match *pointee {
+                Type::Scalar(s @ (Scalar::BF16 | Scalar::F16)) => Ok(s),
+                other => Err(CompileError::new(
+                    ptr.span,
+                    format!("the matrix units multiply `bf16` or `f16` tiles, not `{other}`"),
+                )),
+            },
+            other => Err(CompileError::new(
+                ptr.span,
+                format!(
+                    "`{name}` reads its tiles through raw pointers to `bf16` or `f16` in shared memory, not `{}`",
+                    self.infer.describe(&other)
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Warpgroup matrix operations: a warpgroup's (128 threads) 64 x 128 `f32` accumulator,
+//! fed from shared memory.
+//!
+//! The accumulator's layout is `wgmma.mma_async.m64n128k16`'s on every target (PTX ISA,
+//! "Register fragments and shared memory matrix layouts"): thread `t` of the warpgroup
+//! (`w = t / 32`, `g = t % 32 / 4`, `q = t % 4`) holds element `4i + 2h + j` =
+//! `C[16w + g + 8h][8i + 2q + j]` for `i < 16`, `h, j < 2`.
+//!
+//! The shared tiles are in core matrices of 8 rows x 16 bytes, 64 elements each, with
+//! `kchunks` 8-element k chunks per 8-row group: A (row-major, K-major) element `(m, k)`
+//! at `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`; B (row-major, N-major)
+//! element `(k, n)` at `((n / 8) * kchunks + k / 8) * 64 + (k % 8) * 8 + n % 8`.
+//!
+//! - NVIDIA on `sm_90a`: `wg_mma` is `fence.proxy.async.shared::cta`, `wgmma.fence`, one
+//!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
+//!   shared-memory descriptors (no swizzle; leading byte offset 128, the distance between
+//!   k chunks; stride byte offset `128 * kchunks`, between 8-row groups; B transposed,
+//!   since it is N-major) and `wgmma.commit_group`; `wg_wait` is `wgmma.wait_group 0`,
+//!   with the accumulator tied through it so nothing reads it earlier.
+//! - Elsewhere (`sm_80`, `sm_90` PTX, AMD, the CPU): `wg_mma` computes each thread's 64
+//!   elements from shared memory in `f32`, in order `k = 0..16`, and `wg_wait` returns its
+//!   argument.
+
+use super::super::super::kernel_ir::{Dim, Expr, Scalar};
+use super::builder::FnBuilder;
+use super::ids::Coord;
+use super::types;
+use crate::compiler::Target;
+
+/// `f32` elements a thread holds of a warpgroup accumulator.
+pub(super) const ACC_LEN: u32 = 64;
+
+const ACC: &str = "[64 x float]";
+
+/// The thread's coordinates in the accumulator layout.
+struct Place {
+    /// Warp within the warpgroup, 0..4.
+    w: String,
+    /// Row within the warp's 8-row group, 0..8.
+    g: String,
+    /// Column pair within an 8-column group, 0..4.
+    q: String,
+}
+
+impl FnBuilder<'_> {
+    fn wg_place(&mut self) -> Result<Place, String> {
+        let tid = self.coord(Coord::ThreadIdx, Dim::X)?;
+        let t = self.def(&format!("and i32 {tid}, 127"));
+        let w = self.def(&format!("lshr i32 {t}, 5"));
+        let lane = self.def(&format!("and i32 {t}, 31"));
+        let g = self.def(&format!("lshr i32 {lane}, 2"));
+        let q = self.def(&format!("and i32 {lane}, 3"));
+        Ok(Place { w, g, q })
+    }
+
+    /// `wg_mma(a, b, kchunks, acc)`.
+    pub(super) fn wg_mma(
+        &mut self,
+        elem: Scalar,
+        a: &Expr,
+        b: &Expr,
+        kchunks: &Expr,
+        acc: &Expr,
+    ) -> Result<String, String> {
+        let a = self.expr(a)?;
+        let b = self.expr(b)?;
+        let kc = self.expr(kchunks)?;
+        let acc = self.expr(acc)?;
+        if self.arch().target == Target::Sm90a {
+            self.wgmma(elem, &a, &b, &kc, &acc)
+        } else {
+            self.wg_mma_elements(elem, &a, &b, &kc, &acc)
+        }
+    }
+
+    /// The shared-memory descriptor of the tile at `p` (no swizzle; see the module docs).
+    fn wg_descriptor(&mut self, p: &str, kc: &str) -> String {
+        let shared = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
+        let addr = self.def(&format!("ptrtoint ptr addrspace(3) {shared} to i32"));
+        let addr = self.def(&format!("zext i32 {addr} to i64"));
+        let addr = self.def(&format!("and i64 {addr}, 262143"));
+        let start = self.def(&format!("lshr i64 {addr}, 4"));
+        // Leading byte offset 128 (>> 4 = 8) in bits 16..30.
+        let with_lbo = self.def(&format!("or i64 {start}, {}", 8u64 << 16));
+        // Stride byte offset 128 * kchunks (>> 4 = 8 * kchunks) in bits 32..46.
+        let kc = self.def(&format!("zext i32 {kc} to i64"));
+        let sbo = self.def(&format!("shl i64 {kc}, 35"));
+        self.def(&format!("or i64 {with_lbo}, {sbo}"))
+    }
+
+    fn wgmma(
+        &mut self,
+        elem: Scalar,
+        a: &str,
+        b: &str,
+        kc: &str,
+        acc: &str,
+    ) -> Result<String, String> {
+        let da = self.wg_descriptor(a, kc);
+        let db = self.wg_descriptor(b, kc);
+        let ty = if elem == Scalar::BF16 { "bf16" } else { "f16" };
+        let n = ACC_LEN as usize;
+        let regs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+        let text = format!(
+            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; fence.proxy.async.shared::cta; wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 1; wgmma.commit_group.sync.aligned; }}",
+            2 * n + 2,
+            regs.join(", "),
+            2 * n,
+            2 * n + 1
+        );
+        let constraints = format!(
+            "{},{},l,l,r,~{{memory}}",
+            vec!["=f"; n].join(","),
+            (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let mut args: Vec<String> = (0..n)
+            .map(|i| {
+                let v = self.def(&format!("extractvalue {ACC} {acc}, {i}"));
+                format!("float {v}")
+            })
+            .collect();
+        args.push(format!("i64 {da}"));
+        args.push(format!("i64 {db}"));
+        args.push("i32 1".to_string());
+        self.tied_asm(&text, &constraints, &args)
+    }
+
+    /// Inline assembly returning the 64 accumulator registers, rebuilt as an array.
+    fn tied_asm(
+        &mut self,
+        text: &str,
+        constraints: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        let ret = format!("{{ {} }}", vec!["float"; ACC_LEN as usize].join(", "));
+        let r = self.def(&format!(
+            "call {ret} asm sideeffect \"{text}\", \"{constraints}\"({})",
+            args.join(", ")
+        ));
+        let mut out = "poison".to_string();
+        for i in 0..ACC_LEN {
+            let v = self.def(&format!("extractvalue {ret} {r}, {i}"));
+            out = self.def(&format!("insertvalue {ACC} {out}, float {v}, {i}"));
+        }
+        Ok(out)
+    }
+
+    /// `wg_wait(acc)`.
+    pub(super) fn wg_wait(&mut self, acc: &Expr) -> Result<String, String> {
+        let acc = self.expr(acc)?;
+        if self.arch().target != Target::Sm90a {
+            return Ok(acc);
+        }
+        let n = ACC_LEN as usize;
+        let constraints = format!(
+            "{},{},~{{memory}}",
+            vec!["=f"; n].join(","),
+            (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let args: Vec<String> = (0..n)
+            .map(|i| {
+                let v = self.def(&format!("extractvalue {ACC} {acc}, {i}"));
+                format!("float {v}")
+            })
+            .collect();
+        self.tied_asm("wgmma.wait_group.sync.aligned 0;", &constraints, &args)
+    }
+
+    /// `wg_mma` computed by each thread from shared memory: a loop over `k = 0..16`.
+    fn wg_mma_elements(
+        &mut self,
+        elem: Scalar,
+        a: &str,
+        b: &str,
+        kc: &str,
+        acc: &str,
+    ) -> Result<String, String> {
+        let Place { w, g, q } = self.wg_place()?;
+        let et = types::scalar_ty(elem);
+        // A rows 16w + g + 8h sit in row group 2w + h, row g: ((2w + h) * kc) * 64 + g * 8.
+        let w2 = self.def(&format!("shl i32 {w}, 1"));
+        let g8 = self.def(&format!("shl i32 {g}, 3"));
+        let a_rows: Vec<String> = (0..2)
+            .map(|h| {
+                let grp = self.def(&format!("add i32 {w2}, {h}"));
+                let at = self.def(&format!("mul i32 {grp}, {kc}"));
+                let at = self.def(&format!("shl i32 {at}, 6"));
+                self.def(&format!("add i32 {at}, {g8}"))
+            })
+            .collect();
+        // B columns 8i + 2q + j sit in column group i, column 2q + j: i * kc * 64 + 2q + j.
+        let q2 = self.def(&format!("shl i32 {q}, 1"));
+        let kc64 = self.def(&format!("shl i32 {kc}, 6"));
+        let entry = self.current_block().to_string();
+        let (body, done) = (self.label("wg_k"), self.label("wg_done"));
+        self.jump(&body);
+        self.start_block(&body);
+        let k = self.tmp();
+        let sums = self.tmp();
+        let next_k = self.tmp();
+        let next_sums_slot = self.tmp();
+        self.inst(&format!(
+            "{k} = phi i32 [ 0, %{entry} ], [ {next_k}, %{body} ]"
+        ));
+        self.inst(&format!(
+            "{sums} = phi {ACC} [ {acc}, %{entry} ], [ {next_sums_slot}, %{body} ]"
+        ));
+        // k / 8 * 64 + k % 8 in A's rows; k / 8 * 64 + (k % 8) * 8 in B's columns.
+        let chunk = self.def(&format!("lshr i32 {k}, 3"));
+        let chunk64 = self.def(&format!("shl i32 {chunk}, 6"));
+        let within = self.def(&format!("and i32 {k}, 7"));
+        let a_k = self.def(&format!("add i32 {chunk64}, {within}"));
+        let within8 = self.def(&format!("shl i32 {within}, 3"));
+        let b_k = self.def(&format!("add i32 {chunk64}, {within8}"));
+        let b_k = self.def(&format!("add i32 {b_k}, {q2}"));
+        let load = |s: &mut Self, p: &str, at: &str| -> Result<String, String> {
+            let at = s.def(&format!("zext i32 {at} to i64"));
+            let addr = s.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
+            let v = s.def(&format!("load {et}, ptr {addr}, align 2"));
+            s.scalar_cast(&v, elem, Scalar::F32)
+        };
+        let mut av = Vec::new();
+        for row in &a_rows {
+            let at = self.def(&format!("add i32 {row}, {a_k}"));
+            av.push(load(self, a, &at)?);
+        }
+        let mut out = sums.clone();
+        for i in 0..16u32 {
+            let col_group = self.def(&format!("mul i32 {kc64}, {i}"));
+            let base = self.def(&format!("add i32 {col_group}, {b_k}"));
+            for j in 0..2u32 {
+                let at = self.def(&format!("add i32 {base}, {j}"));
+                let bv = load(self, b, &at)?;
+                for (h, a_h) in av.iter().enumerate() {
+                    let slot = 4 * i + 2 * h as u32 + j;
+                    let old = self.def(&format!("extractvalue {ACC} {sums}, {slot}"));
+                    let p = self.def(&format!("fmul float {a_h}, {bv}"));
+                    let new = self.def(&format!("fadd float {old}, {p}"));
+                    out = self.def(&format!("insertvalue {ACC} {out}, float {new}, {slot}"));
+                }
+            }
+        }
+        self.inst(&format!(
+            "{next_sums_slot} = select i1 true, {ACC} {out}, {ACC} {out}"
+        ));
+        self.inst(&format!("{next_k} = add i32 {k}, 1"));
+        let more = self.def(&format!("icmp ult i32 {next_k}, 16"));
+        self.cond_br(&more, &body, &done);
+        self.start_block(&done);
+        Ok(next_sums_slot)
+    }
+
+    /// `wg_store(tile, ld, acc)`: each thread's 64 elements, one store each.
+    pub(super) fn wg_store(
+        &mut self,
+        tile: &Expr,
+        ld: &Expr,
+        acc: &Expr,
+    ) -> Result<String, String> {
+        let p = self.expr(tile)?;
+        let ld = self.expr(ld)?;
+        let acc = self.expr(acc)?;
+        let Place { w, g, q } = self.wg_place()?;
+        let w16 = self.def(&format!("shl i32 {w}, 4"));
+        let row0 = self.def(&format!("add i32 {w16}, {g}"));
+        let q2 = self.def(&format!("shl i32 {q}, 1"));
+        let ld64 = self.def(&format!("zext i32 {ld} to i64"));
+        for h in 0..2u32 {
+            let row = self.def(&format!("add i32 {row0}, {}", 8 * h));
+            let row = self.def(&format!("zext i32 {row} to i64"));
+            let start = self.def(&format!("mul i64 {row}, {ld64}"));
+            for i in 0..16u32 {
+                for j in 0..2u32 {
+                    let col = self.def(&format!("add i32 {q2}, {}", 8 * i + j));
+                    let col = self.def(&format!("zext i32 {col} to i64"));
+                    let at = self.def(&format!("add i64 {start}, {col}"));
+                    let addr =
+                        self.def(&format!("getelementptr inbounds float, ptr {p}, i64 {at}"));
+                    let v = self.def(&format!("extractvalue {ACC} {acc}, {}", 4 * i + 2 * h + j));
+                    self.inst(&format!("store float {v}, ptr {addr}, align 4"));
+                }
+            }
+        }
+        Ok(String::new())
+    }
+}
