@@ -314,6 +314,107 @@ mod kernels {
     }
 }
 
+/// The Hopper kernel: warpgroup matrix operations (`wg_mma`), so this unit is compiled for
+/// `sm_90a` (where `wg_mma` is `wgmma`); other targets compute the same products without
+/// the matrix units (see the prelude's `warpgroup` module).
+#[iris::kernels]
+mod warpgroup_kernels {
+    use iris::prelude::*;
+
+    /// A 128 x 128 block of C per 256 threads (two warpgroups, 64 rows each), `C = A x B`
+    /// into `c` (row-major, `n` columns): k in steps of 32 through three shared buffers
+    /// (48 KiB, all of a block's static shared memory), filled with `copy_async` two steps
+    /// ahead in the warpgroup tile layout (8 k or 8 n of a row per 16-byte copy); each
+    /// step is two `wg_mma` per warpgroup, waited for before the next step's barrier.
+    #[kernel(instances(T = [bf16]))]
+    pub fn warpgroup_128<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+        let sa = shared_array::<T, 12288>(); // 3 buffers x 128 rows x 32 k
+        let sb = shared_array::<T, 12288>(); // 3 buffers x 32 k x 128 columns
+        let blocks_n = n / 128;
+        let (br, bc) = (
+            (block_idx_x() / blocks_n) * 128,
+            (block_idx_x() % blocks_n) * 128,
+        );
+        let group = thread_idx_x() / 128;
+        let mut acc = wg_zero();
+        let steps = k / 32;
+        // One commit group per step (empty past the end), so "step s landed" is always
+        // "at most one group pending" at the top of step s.
+        for first in 0..2 {
+            let first = first as u32;
+            if first < steps {
+                stage_tiles(a, b, sa, sb, first, br, bc, n, k, first * 32);
+            }
+            copy_async_commit();
+        }
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(1);
+            // Step s's tiles are in; every warpgroup finished step s - 1's `wg_mma`, so its
+            // buffer takes step s + 2.
+            sync_threads();
+            if s + 2 < steps {
+                stage_tiles(a, b, sa, sb, (s + 2) % 3, br, bc, n, k, (s + 2) * 32);
+            }
+            copy_async_commit();
+            let cur = s % 3;
+            // This warpgroup's 64 rows of A: 8 row groups x 4 k chunks x 64 elements.
+            let ta = unsafe { sa.add((cur * 4096 + group * 2048) as usize) };
+            let tb = unsafe { sb.add((cur * 4096) as usize) };
+            acc = wg_mma(ta as *const T, tb as *const T, 4, acc);
+            acc = wg_mma(
+                unsafe { ta.add(128) } as *const T,
+                unsafe { tb.add(128) } as *const T,
+                4,
+                acc,
+            );
+            acc = wg_wait(acc);
+            s += 1;
+        }
+        wg_store(
+            unsafe { c.add(((br + group * 64) * n + bc) as usize) },
+            n,
+            acc,
+        );
+    }
+
+    /// Starts copying the 128 x 32 slice of A at column `k0` of block row `br` and the
+    /// 32 x 128 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
+    /// warpgroup tile layout: copy `c` (16 bytes) lands at element `8 c` of the buffer,
+    /// so consecutive threads fill consecutive rows of a core matrix.
+    fn stage_tiles<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        br: u32,
+        bc: u32,
+        n: u32,
+        k: u32,
+        k0: u32,
+    ) {
+        let mut chunk = thread_idx_x();
+        while chunk < 512 {
+            // A: row group chunk / 32, k chunk (chunk / 8) % 4, row chunk % 8.
+            let row = (chunk / 32) * 8 + chunk % 8;
+            let kc = (chunk / 8) % 4;
+            copy_async(
+                unsafe { sa.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
+            );
+            // B: column group chunk / 32, k chunk (chunk / 8) % 4, k row chunk % 8.
+            let col = (chunk / 32) * 8;
+            let kk = ((chunk / 8) % 4) * 8 + chunk % 8;
+            copy_async(
+                unsafe { sb.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+            );
+            chunk += block_dim_x();
+        }
+    }
+}
+
 /// Threads per block: a multiple of every target's warp (32 and 64).
 const BLOCK: u32 = 256;
 
@@ -509,7 +610,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
     // it runs the shared-memory kernel only.
     let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
-        &["block_tile_128", "pipelined_128"]
+        &["block_tile_128", "pipelined_128", "warpgroup_128"]
     } else {
         &[
             "warp_tile_16",
@@ -517,6 +618,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "warp_tile_64",
             "block_tile_128",
             "pipelined_128",
+            "warpgroup_128",
         ]
     };
     for &variant in variants {
@@ -564,6 +666,18 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     0,
                     1,
                     1,
+                )
+            },
+            "warpgroup_128" => &|| {
+                let blocks = (m / 128 * (n / 128)) as u32;
+                warpgroup_kernels::warpgroup_128::launch(
+                    iris,
+                    (blocks, 256),
+                    &da,
+                    &db,
+                    &cs.local_ptr(),
+                    n as u32,
+                    k as u32,
                 )
             },
             "warp_tile_64" => &|| {

@@ -4,7 +4,8 @@
 # (benches/gemm_reference.py), and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, bundled as gemm.sm_90.s by:
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
-#   cp /tmp/d/kernels.sm_90.s .device-bundle/gemm.sm_90.s).
+#   cp /tmp/d/kernels.sm_90.s .device-bundle/gemm.sm_90.s
+#   cp /tmp/d/warpgroup_kernels.sm_90a.s .device-bundle/gemm.sm_90a.s).
 #
 # Usage: bash scripts/gemm-device.sh [SIZES] [RANKS]   (defaults: "4096 8192" and "2 4")
 # Writes gemm.txt (and sass.txt) to $OUT when set; prints a short table last.
@@ -22,14 +23,18 @@ for r in $ranks; do
     "$bundle/example-iris-gemm" --size 8192 --ranks "$r" --iters 5 2>&1 | tee -a "$log"
 done
 python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
-if [[ -f $bundle/gemm.sm_90.s ]] && command -v ptxas >/dev/null; then
-    ptxas -arch=sm_90 -o /tmp/gemm.cubin "$bundle/gemm.sm_90.s" &&
-        cuobjdump -sass /tmp/gemm.cubin >"$out/sass.txt"
-    echo "== SASS per kernel: HMMA LDSM LDGSTS LDS LDG" | tee -a "$log"
-    awk '/Function :/ {f=$3} /HMMA/ {h[f]++} /LDSM/ {m[f]++} /LDGSTS/ {g[f]++}
-         /[^A-Z]LDS[. ]/ {s[f]++} /[^A-Z]LDG[. ]/ {l[f]++}
-         END {for (k in h) printf "%-28s %5d %5d %5d %5d %5d\n", k, h[k], m[k], g[k], s[k], l[k]}' \
+if command -v ptxas >/dev/null; then
+    : >"$out/sass.txt"
+    for arch in sm_90 sm_90a; do
+        [[ -f $bundle/gemm.$arch.s ]] || continue
+        ptxas -arch=$arch -o /tmp/gemm.$arch.cubin "$bundle/gemm.$arch.s" &&
+            cuobjdump -sass /tmp/gemm.$arch.cubin >>"$out/sass.txt"
+    done
+    echo "== SASS per kernel: HMMA HGMMA LDSM LDGSTS LDS LDG" | tee -a "$log"
+    awk '/Function :/ {f=$3; seen[f]=1} /HMMA/ {h[f]++} /HGMMA/ {w[f]++} /LDSM/ {m[f]++}
+         /LDGSTS/ {g[f]++} /[^A-Z]LDS[. ]/ {s[f]++} /[^A-Z]LDG[. ]/ {l[f]++}
+         END {for (k in seen) printf "%-28s %5d %5d %5d %5d %5d %5d\n", k, h[k], w[k], m[k], g[k], s[k], l[k]}' \
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|warp_tile)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|warpgroup|warp_tile)|ranks,|torch.matmul" "$log"
