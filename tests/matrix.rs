@@ -675,6 +675,101 @@ mod warpgroup {
     }
 }
 
+/// The example's 128 x 256 kernel (four stages, dynamic shared memory on GPUs).
+#[iris::kernels]
+mod warpgroup_wide {
+    use iris::prelude::*;
+
+    /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
+    /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
+    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled three steps
+    /// ahead; each step is eight `wg_mma` per warpgroup. `n` a multiple of 256.
+    #[kernel(instances(T = [bf16]))]
+    pub fn warpgroup_256<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+        let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
+        let blocks_n = n / 256;
+        let (br, bc) = (
+            (block_idx_x() / blocks_n) * 128,
+            (block_idx_x() % blocks_n) * 256,
+        );
+        let group = thread_idx_x() / 128;
+        let mut left = wg_zero();
+        let mut right = wg_zero();
+        let steps = k / 64;
+        for first in 0..3 {
+            let first = first as u32;
+            if first < steps {
+                stage_wide(a, b, sa, sb, first, br, bc, n, k, first * 64);
+            }
+            copy_async_commit();
+        }
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(2);
+            sync_threads();
+            if s + 3 < steps {
+                stage_wide(a, b, sa, sb, (s + 3) % 4, br, bc, n, k, (s + 3) * 64);
+            }
+            copy_async_commit();
+            let cur = s % 4;
+            // This warpgroup's 64 rows of A: 8 row groups x 8 k chunks x 64 elements; B's
+            // right half starts at column group 16.
+            let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
+            let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            for kk in 0..4 {
+                let at = 128 * kk as usize;
+                let ak = unsafe { ta.add(at) };
+                left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
+                right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
+            }
+            left = wg_wait(left);
+            right = wg_wait(right);
+            s += 1;
+        }
+        let row = unsafe { c.add(((br + group * 64) * n + bc) as usize) };
+        wg_store(row, n, left);
+        wg_store(unsafe { row.add(128) }, n, right);
+    }
+
+    /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
+    /// 64 x 256 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
+    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`.
+    fn stage_wide<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        br: u32,
+        bc: u32,
+        n: u32,
+        k: u32,
+        k0: u32,
+    ) {
+        let mut chunk = thread_idx_x();
+        while chunk < 1024 {
+            let row = (chunk / 64) * 8 + chunk % 8;
+            let kc = (chunk / 8) % 8;
+            copy_async(
+                unsafe { sa.add((buf * 8192 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
+            );
+            chunk += block_dim_x();
+        }
+        let mut chunk = thread_idx_x();
+        while chunk < 2048 {
+            let col = (chunk / 64) * 8;
+            let kk = ((chunk / 8) % 8) * 8 + chunk % 8;
+            copy_async(
+                unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+            );
+            chunk += block_dim_x();
+        }
+    }
+}
+
 #[test]
 fn warpgroup_gemm_matches_the_host_exactly() {
     let (m, n, k) = (128usize, 128usize, 96usize);
@@ -699,6 +794,38 @@ fn warpgroup_gemm_matches_the_host_exactly() {
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 warpgroup::gemm_128::launch::<f16>(iris, (1, 256), &da, &db, &c, k as u32)?;
                 assert_eq!(c.to_vec()?, want, "f16");
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}
+
+#[test]
+fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
+    let (m, n, k) = (128usize, 512usize, 320usize);
+    let a: Vec<f32> = (0..m * k).map(|i| small(i, 13)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| small(i, 14)).collect();
+    let want = host_gemm(&a, &b, m, n, k);
+    for backend in backends() {
+        World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let da =
+                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let db =
+                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                let blocks = (m / 128 * (n / 256)) as u32;
+                warpgroup_wide::warpgroup_256::launch(
+                    iris,
+                    (blocks, 256),
+                    &da,
+                    &db,
+                    &c,
+                    n as u32,
+                    k as u32,
+                )?;
+                assert_eq!(c.to_vec()?, want);
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{backend}: {e}"));

@@ -69,6 +69,13 @@ pub struct ParamSpec {
     pub kind: ParamKind,
 }
 
+/// The most block-shared memory a kernel's `shared_array`s may take as static shared
+/// memory (48 KiB, what CUDA allows without opting in). A GPU kernel whose arrays take
+/// more gets them as dynamic shared memory of that size: the compiler places them in the
+/// launch's dynamic block, and the runtime raises the kernel's limit when it loads it and
+/// asks for the bytes at every launch ([`KernelSpec::dynamic_shared_bytes`]).
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
 /// One kernel of a unit.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelSpec {
@@ -76,7 +83,8 @@ pub struct KernelSpec {
     pub name: &'static str,
     /// Its parameters in order.
     pub params: &'static [ParamSpec],
-    /// Bytes of block-shared memory its `shared_array`s take (static, per block).
+    /// Bytes of block-shared memory its `shared_array`s take (per block): static up to
+    /// [`STATIC_SHARED_LIMIT`], dynamic beyond it on GPUs.
     pub shared_bytes: u32,
     /// Whether the threads of a block must run at the same time: the kernel calls
     /// `sync_threads` or a warp operation. The CPU backend then gives every GPU thread of
@@ -88,6 +96,19 @@ pub struct KernelSpec {
     /// [`peer_table`]): a launch then makes the host read the context's error word at
     /// the next synchronization.
     pub peer_checks: bool,
+}
+
+impl KernelSpec {
+    /// Bytes of dynamic shared memory a GPU launch of this kernel must ask for: its
+    /// `shared_bytes` when they exceed [`STATIC_SHARED_LIMIT`] (the compiler put its arrays
+    /// there), else 0.
+    pub const fn dynamic_shared_bytes(&self) -> u32 {
+        if self.shared_bytes > STATIC_SHARED_LIMIT {
+            self.shared_bytes
+        } else {
+            0
+        }
+    }
 }
 
 impl KernelSpec {

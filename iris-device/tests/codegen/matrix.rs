@@ -313,3 +313,50 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
         }
     }
 }
+
+/// 64 KiB of shared arrays: over the static limit, so they live in the launch's dynamic
+/// shared block on GPUs; 32 KiB stay static.
+const BIG_SHARED: &str = r#"
+pub fn big(x: *mut f32) {
+    let s = shared_array::<f32, 8192>();
+    let t = shared_array::<f32, 8192>();
+    let i = thread_idx_x();
+    unsafe { *s.add(i as usize) = *x.add(i as usize) };
+    unsafe { *t.add(i as usize) = 2.0 * *x.add(i as usize) };
+    sync_threads();
+    unsafe { *x.add(i as usize) = *s.add((i ^ 1) as usize) + *t.add(i as usize) };
+}
+pub fn small(x: *mut f32) {
+    let s = shared_array::<f32, 8192>();
+    let i = thread_idx_x();
+    unsafe { *s.add(i as usize) = *x.add(i as usize) };
+    sync_threads();
+    unsafe { *x.add(i as usize) = *s.add((i ^ 1) as usize) };
+}
+"#;
+
+#[test]
+fn shared_arrays_over_48_kib_are_dynamic_shared_memory() {
+    let unit = unit_from_source("big_shared", BIG_SHARED);
+    for target in ALL_TARGETS {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                assert!(
+                    ptx.contains(".extern .shared .align 16 .b8 __iris_dynamic_shared[]"),
+                    "{name}: no dynamic shared block\n{ptx}"
+                );
+                // `small` keeps its static array; `big` has none.
+                assert!(ptx.contains("__iris_shared_small_0"), "{name}\n{ptx}");
+                assert!(!ptx.contains("__iris_shared_big_"), "{name}\n{ptx}");
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
+                assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}

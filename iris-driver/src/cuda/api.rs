@@ -282,6 +282,18 @@ impl GpuApi for Cuda {
         load_now(function)
     }
 
+    unsafe fn allow_dynamic_shared(
+        function: CUfunction,
+        bytes: u32,
+    ) -> std::result::Result<(), String> {
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: a live function; the driver checks the value against the device.
+        let r = unsafe { sys::cuFuncSetAttribute(function, attribute, bytes as i32) };
+        check("cuFuncSetAttribute", r).map_err(|e| {
+            format!("its shared arrays take {bytes} bytes, more than the device allows: {e}")
+        })
+    }
+
     unsafe fn module_unload(module: CUmodule) -> Result<()> {
         // SAFETY: a live module whose launches have completed (the caller's promise).
         check("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })

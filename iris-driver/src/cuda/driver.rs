@@ -54,6 +54,7 @@ const SYMBOLS: &[&str] = &[
     "cuModuleLoadDataEx",
     "cuModuleUnload",
     "cuModuleGetFunction",
+    "cuFuncSetAttribute",
     "cuLaunchKernel",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 ];

@@ -147,6 +147,15 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
         let _ = function;
         Ok(())
     }
+    /// Lets `function` launch with up to `bytes` of dynamic shared memory (beyond the
+    /// runtime's default limit); nothing by default.
+    unsafe fn allow_dynamic_shared(
+        function: Self::Function,
+        bytes: u32,
+    ) -> std::result::Result<(), String> {
+        let _ = (function, bytes);
+        Ok(())
+    }
     /// Unloads a module.
     unsafe fn module_unload(module: Self::Module) -> Result<()>;
 

@@ -195,7 +195,10 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         args: &mut [*mut c_void],
     ) -> Result<()> {
         let stream = self.own_stream(stream)?;
-        let function = self.own_module(module)?.function(kernel)?;
+        let module = self.own_module(module)?;
+        let function = module.function(kernel)?;
+        let mut dims = dims;
+        dims.dynamic_shared_bytes += module.dynamic_shared_bytes(kernel);
         let params = if args.is_empty() {
             std::ptr::null_mut()
         } else {
@@ -214,7 +217,9 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32> {
-        let function = self.own_module(module)?.function(kernel)?;
+        let module = self.own_module(module)?;
+        let function = module.function(kernel)?;
+        let dynamic_shared_bytes = dynamic_shared_bytes + module.dynamic_shared_bytes(kernel);
         A::make_current(&self.ctx)?;
         // SAFETY: a live function of this device.
         unsafe { A::max_active_blocks(function, block_threads, dynamic_shared_bytes) }

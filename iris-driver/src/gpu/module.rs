@@ -56,6 +56,12 @@ impl<A: GpuApi> GpuModule<A> {
             })?;
             // SAFETY: a function of that module.
             unsafe { A::prepare_function(function) }.map_err(load_error)?;
+            let dynamic = kernel.dynamic_shared_bytes();
+            if dynamic > 0 {
+                // SAFETY: a function of that module.
+                unsafe { A::allow_dynamic_shared(function, dynamic) }
+                    .map_err(|reason| load_error(format!("kernel `{}`: {reason}", kernel.name)))?;
+            }
             module.functions.push(function);
         }
         Ok(module)
@@ -71,6 +77,15 @@ impl<A: GpuApi> GpuModule<A> {
                 index,
                 count: self.functions.len(),
             })
+    }
+
+    /// Bytes of dynamic shared memory a launch of kernel `index` asks for beyond the
+    /// caller's (its shared arrays, when the compiler made them dynamic).
+    pub fn dynamic_shared_bytes(&self, index: usize) -> u32 {
+        self.unit
+            .kernels
+            .get(index)
+            .map_or(0, |k| k.dynamic_shared_bytes())
     }
 
     /// The context the module was loaded into.

@@ -9,6 +9,11 @@ use super::types::{is_memory_type, parse_type};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
+/// The most bytes one shared array may hold: a block's most on Hopper (227 KiB). Arrays
+/// over 48 KiB in total are dynamic shared memory (see `iris_device::abi::STATIC_SHARED_LIMIT`);
+/// a device with less refuses to load the kernel, naming it.
+const MAX_SHARED_BYTES: u64 = 227 * 1024;
+
 impl FnBuilder<'_> {
     /// A block operation `name(..)`.
     pub fn block_call(
@@ -165,10 +170,12 @@ impl FnBuilder<'_> {
             }
         };
         let bytes = n.saturating_mul(elem.size().unwrap_or(1) as u64);
-        if n == 0 || bytes > 64 * 1024 {
+        if n == 0 || bytes > MAX_SHARED_BYTES {
             return Err(CompileError::new(
                 len_expr.span(),
-                format!("a shared array must hold 1 to 65536 bytes; this one is {bytes}"),
+                format!(
+                    "a shared array must hold 1 to {MAX_SHARED_BYTES} bytes (227 KiB, a Hopper block's most); this one is {bytes}"
+                ),
             ));
         }
         let index = self.shared_arrays.len();

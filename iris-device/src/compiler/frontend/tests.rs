@@ -114,7 +114,10 @@ fn the_subset_is_enforced_with_messages() {
     assert!(err("fn k(p: *mut u32) { let x = undefined_name; }").contains("cannot find value"));
     assert!(err("fn k(p: *mut f32) { let x: u32 = 1.0; }").contains("mismatched types"));
     assert!(err("fn k(p: *mut u32) { foo(1); }").contains("cannot call `foo`"));
-    assert!(err("fn k(p: *mut u32) { let s = shared_array::<f32, 0>(); }").contains("1 to 65536"));
+    assert!(
+        err("fn k(p: *mut u32) { let s = shared_array::<f32, 0>(); }")
+            .contains("1 to 232448 bytes")
+    );
     assert!(err("fn k(p: *mut u32) { 'a: loop { break 'a; } }").contains("labels"));
     assert!(err("fn k(p: *mut u32) { let c = |x: u32| x; }").contains("closures"));
 }

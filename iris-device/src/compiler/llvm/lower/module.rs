@@ -71,6 +71,18 @@ impl ModuleCtx {
         self.globals.push(text);
     }
 
+    /// Declares the launch's dynamic shared block (once per module).
+    pub fn dynamic_shared(&mut self) {
+        let decl = format!(
+            "{} = external addrspace(3) global [0 x i8], align {}",
+            super::shared::DYNAMIC_SHARED,
+            super::SHARED_ALIGN
+        );
+        if !self.globals.contains(&decl) {
+            self.globals.push(decl);
+        }
+    }
+
     /// Asks for a helper function to be defined; returns its symbol.
     pub fn helper(&mut self, helper: Helper) -> String {
         let name = helper.symbol();

@@ -8,7 +8,11 @@ use super::builder::FnBuilder;
 use super::cpu::SHARED_OFFSET;
 use super::intrinsics::not_in_family;
 use super::types;
-use crate::abi::TargetKind;
+use crate::abi::{TargetKind, STATIC_SHARED_LIMIT};
+
+/// The launch's dynamic shared block (GPU), where a kernel's arrays go when they exceed
+/// [`STATIC_SHARED_LIMIT`].
+pub(super) const DYNAMIC_SHARED: &str = "@__iris_dynamic_shared";
 
 /// Alignment of every shared array.
 pub const SHARED_ALIGN: u64 = 16;
@@ -62,9 +66,25 @@ impl FnBuilder<'_> {
         types::global_name(&format!("__iris_shared_{}_{index}", self.func.name))
     }
 
-    /// Defines the GPU globals of the current function's shared arrays.
+    /// Whether the current function's shared arrays live in the launch's dynamic shared
+    /// block: a GPU kernel whose arrays exceed [`STATIC_SHARED_LIMIT`].
+    fn dynamic_shared(&self) -> Result<bool, String> {
+        if !self.arch().is_gpu() || !self.func.is_kernel {
+            return Ok(false);
+        }
+        let (_, total) = cpu_layout(&self.func.shared_arrays)?;
+        Ok(total > u64::from(STATIC_SHARED_LIMIT))
+    }
+
+    /// Defines the GPU globals of the current function's shared arrays (or, for dynamic
+    /// shared memory, declares the launch's block, which the arrays are laid out in as on
+    /// the CPU).
     pub fn define_shared_arrays(&mut self) -> Result<(), String> {
         if !self.arch().is_gpu() {
+            return Ok(());
+        }
+        if self.dynamic_shared()? {
+            self.m.dynamic_shared();
             return Ok(());
         }
         let func = self.func;
@@ -87,6 +107,14 @@ impl FnBuilder<'_> {
                 "shared array #{index} of `{}` does not exist",
                 func.name
             ));
+        }
+        if self.dynamic_shared()? {
+            let (offsets, _) = cpu_layout(&func.shared_arrays)?;
+            let at = self.def(&format!(
+                "getelementptr inbounds i8, ptr addrspace(3) {DYNAMIC_SHARED}, i64 {}",
+                offsets[index]
+            ));
+            return Ok(self.def(&format!("addrspacecast ptr addrspace(3) {at} to ptr")));
         }
         if self.arch().is_gpu() {
             let sym = self.shared_symbol(index);
