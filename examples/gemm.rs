@@ -7,7 +7,7 @@
 //! of f32 accumulation), timed with device events, and reported in TFLOP/s.
 //!
 //! ```text
-//! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R]
+//! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R] [--kernel NAME]
 //! ```
 //! With `--ranks R` (ranks as threads), GEMM + all-scatter instead: each rank computes its
 //! rows of C and `pipelined_128` stores every finished tile into every rank's C, timed
@@ -378,6 +378,95 @@ mod warpgroup_kernels {
         );
     }
 
+    /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
+    /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
+    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled three steps
+    /// ahead; each step is eight `wg_mma` per warpgroup. `n` a multiple of 256.
+    #[kernel(instances(T = [bf16]))]
+    pub fn warpgroup_256<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+        let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
+        let blocks_n = n / 256;
+        let (br, bc) = (
+            (block_idx_x() / blocks_n) * 128,
+            (block_idx_x() % blocks_n) * 256,
+        );
+        let group = thread_idx_x() / 128;
+        let mut left = wg_zero();
+        let mut right = wg_zero();
+        let steps = k / 64;
+        for first in 0..3 {
+            let first = first as u32;
+            if first < steps {
+                stage_wide(a, b, sa, sb, first, br, bc, n, k, first * 64);
+            }
+            copy_async_commit();
+        }
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(2);
+            sync_threads();
+            if s + 3 < steps {
+                stage_wide(a, b, sa, sb, (s + 3) % 4, br, bc, n, k, (s + 3) * 64);
+            }
+            copy_async_commit();
+            let cur = s % 4;
+            // This warpgroup's 64 rows of A: 8 row groups x 8 k chunks x 64 elements; B's
+            // right half starts at column group 16.
+            let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
+            let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            for kk in 0..4 {
+                let at = 128 * kk as usize;
+                let ak = unsafe { ta.add(at) };
+                left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
+                right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
+            }
+            left = wg_wait(left);
+            right = wg_wait(right);
+            s += 1;
+        }
+        let row = unsafe { c.add(((br + group * 64) * n + bc) as usize) };
+        wg_store(row, n, left);
+        wg_store(unsafe { row.add(128) }, n, right);
+    }
+
+    /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
+    /// 64 x 256 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
+    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`.
+    fn stage_wide<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        br: u32,
+        bc: u32,
+        n: u32,
+        k: u32,
+        k0: u32,
+    ) {
+        let mut chunk = thread_idx_x();
+        while chunk < 1024 {
+            let row = (chunk / 64) * 8 + chunk % 8;
+            let kc = (chunk / 8) % 8;
+            copy_async(
+                unsafe { sa.add((buf * 8192 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
+            );
+            chunk += block_dim_x();
+        }
+        let mut chunk = thread_idx_x();
+        while chunk < 2048 {
+            let col = (chunk / 64) * 8;
+            let kk = ((chunk / 8) % 8) * 8 + chunk % 8;
+            copy_async(
+                unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
+                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+            );
+            chunk += block_dim_x();
+        }
+    }
+
     /// Starts copying the 128 x 32 slice of A at column `k0` of block row `br` and the
     /// 32 x 128 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
     /// warpgroup tile layout: copy `c` (16 bytes) lands at element `8 c` of the buffer,
@@ -457,6 +546,13 @@ fn arg(flag: &str) -> Result<Option<usize>, String> {
             .map(Some)
             .ok_or_else(|| format!("{flag} needs a count")),
     }
+}
+
+/// `--kernel NAME`: run that kernel only.
+fn kernel_filter() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == "--kernel")?;
+    args.get(i + 1).cloned()
 }
 
 fn run() -> Result<bool, String> {
@@ -610,7 +706,12 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
     // it runs the shared-memory kernel only.
     let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
-        &["block_tile_128", "pipelined_128", "warpgroup_128"]
+        &[
+            "block_tile_128",
+            "pipelined_128",
+            "warpgroup_128",
+            "warpgroup_256",
+        ]
     } else {
         &[
             "warp_tile_16",
@@ -619,9 +720,18 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "block_tile_128",
             "pipelined_128",
             "warpgroup_128",
+            "warpgroup_256",
         ]
     };
+    let only = kernel_filter();
     for &variant in variants {
+        if only.as_deref().is_some_and(|o| o != variant) {
+            continue;
+        }
+        if variant == "warpgroup_256" && n % 256 != 0 {
+            println!("{variant:<14} skipped: N = {n} is not a multiple of 256");
+            continue;
+        }
         let run: &dyn Fn() -> iris::Result<()> = match variant {
             "warp_tile_16" => &|| {
                 let blocks = warp_tile_blocks(m, n, 16);
@@ -680,6 +790,18 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     k as u32,
                 )
             },
+            "warpgroup_256" => &|| {
+                let blocks = (m / 128 * (n / 256)) as u32;
+                warpgroup_kernels::warpgroup_256::launch(
+                    iris,
+                    (blocks, 256),
+                    &da,
+                    &db,
+                    &cs.local_ptr(),
+                    n as u32,
+                    k as u32,
+                )
+            },
             "warp_tile_64" => &|| {
                 let blocks = warp_tile_blocks(m, n, 64);
                 kernels::warp_tile_64::launch(
@@ -710,7 +832,8 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         c.copy_from_slice(&vec![f32::NAN; m * n])?;
         cs.copy_from_slice(&vec![f32::NAN; m * n])?;
         run()?;
-        let got = if variant.ends_with("_128") {
+        // The block kernels write the symmetric C, the warp kernels the plain one.
+        let got = if variant.ends_with("_128") || variant.starts_with("warpgroup") {
             cs.to_vec()?
         } else {
             c.to_vec()?
