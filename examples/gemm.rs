@@ -20,7 +20,7 @@ mod common;
 
 use common::{median_ms, probe_backend};
 use iris::prelude::*;
-use iris::{BackendKind, Buffer, Iris, World};
+use iris::{BackendKind, Buffer, Iris, SymmetricBuffer, World};
 use rand::{Rng, SeedableRng};
 use std::process::ExitCode;
 
@@ -322,12 +322,12 @@ mod warpgroup_kernels {
     use iris::prelude::*;
 
     /// A 128 x 128 block of C per 256 threads (two warpgroups, 64 rows each), `C = A x B`
-    /// into `c` (row-major, `n` columns): k in steps of 32 through three shared buffers
+    /// into `c` (row-major, `n` columns), from A (row-major) and Bᵀ (`bt`, N x K row-major): k in steps of 32 through three shared buffers
     /// (48 KiB, all of a block's static shared memory), filled with `copy_async` two steps
     /// ahead in the warpgroup tile layout (8 k or 8 n of a row per 16-byte copy); each
     /// step is two `wg_mma` per warpgroup, waited for before the next step's barrier.
     #[kernel(instances(T = [bf16]))]
-    pub fn warpgroup_128<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+    pub fn warpgroup_128<T: MmaElement>(a: *const T, bt: *const T, c: *mut f32, n: u32, k: u32) {
         let sa = shared_array::<T, 12288>(); // 3 buffers x 128 rows x 32 k
         let sb = shared_array::<T, 12288>(); // 3 buffers x 32 k x 128 columns
         let blocks_n = n / 128;
@@ -343,7 +343,7 @@ mod warpgroup_kernels {
         for first in 0..2 {
             let first = first as u32;
             if first < steps {
-                stage_tiles(a, b, sa, sb, first, br, bc, n, k, first * 32);
+                stage_tiles(a, bt, sa, sb, first, br, bc, n, k, first * 32);
             }
             copy_async_commit();
         }
@@ -354,7 +354,7 @@ mod warpgroup_kernels {
             // buffer takes step s + 2.
             sync_threads();
             if s + 2 < steps {
-                stage_tiles(a, b, sa, sb, (s + 2) % 3, br, bc, n, k, (s + 2) * 32);
+                stage_tiles(a, bt, sa, sb, (s + 2) % 3, br, bc, n, k, (s + 2) * 32);
             }
             copy_async_commit();
             let cur = s % 3;
@@ -368,7 +368,8 @@ mod warpgroup_kernels {
                 4,
                 acc,
             );
-            acc = wg_wait(acc);
+            wg_commit();
+            acc = wg_wait(acc, 0);
             s += 1;
         }
         wg_store(
@@ -380,10 +381,23 @@ mod warpgroup_kernels {
 
     /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
     /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
-    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled three steps
-    /// ahead; each step is eight `wg_mma` per warpgroup. `n` a multiple of 256.
+    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled two steps
+    /// ahead. Each step is a batch of eight `wg_mma` per warpgroup, issued while the
+    /// previous step's batch still runs (`wg_wait(.., 1)`). `n` a multiple of 256. Rows
+    /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on (as
+    /// `block_tile_128`'s).
     #[kernel(instances(T = [bf16]))]
-    pub fn warpgroup_256<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+    pub fn warpgroup_256<T: MmaElement>(
+        a: *const T,
+        bt: *const T,
+        c: Symmetric<f32>,
+        n: u32,
+        k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
         let blocks_n = n / 256;
@@ -395,19 +409,23 @@ mod warpgroup_kernels {
         let mut left = wg_zero();
         let mut right = wg_zero();
         let steps = k / 64;
-        for first in 0..3 {
+        // One commit group per step (empty past the end): at the top of step s, "step s
+        // landed" is "at most one group pending".
+        for first in 0..2 {
             let first = first as u32;
             if first < steps {
-                stage_wide(a, b, sa, sb, first, br, bc, n, k, first * 64);
+                stage_wide(a, bt, sa, sb, first, br, bc, n, k, first * 64);
             }
             copy_async_commit();
         }
         let mut s = 0u32;
         while s < steps {
-            copy_async_wait(2);
+            copy_async_wait(1);
+            // Step s's tiles are in, and every warpgroup's batch of step s - 2 finished
+            // (each waited for it before this barrier): its buffer takes step s + 2.
             sync_threads();
-            if s + 3 < steps {
-                stage_wide(a, b, sa, sb, (s + 3) % 4, br, bc, n, k, (s + 3) * 64);
+            if s + 2 < steps {
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, n, k, (s + 2) * 64);
             }
             copy_async_commit();
             let cur = s % 4;
@@ -421,21 +439,29 @@ mod warpgroup_kernels {
                 left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
                 right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
             }
-            left = wg_wait(left);
-            right = wg_wait(right);
+            wg_commit();
+            // The batch of step s - 1 finished; this one may still run.
+            left = wg_wait(left, 1);
+            right = wg_wait(right, 1);
             s += 1;
         }
-        let row = unsafe { c.add(((br + group * 64) * n + bc) as usize) };
-        wg_store(row, n, left);
-        wg_store(unsafe { row.add(128) }, n, right);
+        left = wg_wait(left, 0);
+        right = wg_wait(right, 0);
+        let at = ((row0 + br + group * 64) * n + bc) as usize;
+        for p in 0..peers {
+            let peer = (me + p) % world;
+            wg_store_peer(c.add(at), n, left, peer);
+            wg_store_peer(c.add(at + 128), n, right, peer);
+        }
     }
 
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
-    /// 64 x 256 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
-    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`.
+    /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
+    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`,
+    /// and a warp reads 64 contiguous bytes of 8 rows.
     fn stage_wide<T: MmaElement>(
         a: *const T,
-        b: *const T,
+        bt: *const T,
         sa: *mut T,
         sb: *mut T,
         buf: u32,
@@ -457,23 +483,23 @@ mod warpgroup_kernels {
         }
         let mut chunk = thread_idx_x();
         while chunk < 2048 {
-            let col = (chunk / 64) * 8;
-            let kk = ((chunk / 8) % 8) * 8 + chunk % 8;
+            let row = (chunk / 64) * 8 + chunk % 8;
+            let kc = (chunk / 8) % 8;
             copy_async(
                 unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
             );
             chunk += block_dim_x();
         }
     }
 
     /// Starts copying the 128 x 32 slice of A at column `k0` of block row `br` and the
-    /// 32 x 128 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
+    /// 128 x 32 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
     /// warpgroup tile layout: copy `c` (16 bytes) lands at element `8 c` of the buffer,
     /// so consecutive threads fill consecutive rows of a core matrix.
     fn stage_tiles<T: MmaElement>(
         a: *const T,
-        b: *const T,
+        bt: *const T,
         sa: *mut T,
         sb: *mut T,
         buf: u32,
@@ -492,12 +518,10 @@ mod warpgroup_kernels {
                 unsafe { sa.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
                 unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
             );
-            // B: column group chunk / 32, k chunk (chunk / 8) % 4, k row chunk % 8.
-            let col = (chunk / 32) * 8;
-            let kk = ((chunk / 8) % 4) * 8 + chunk % 8;
+            // Bᵀ: the same, rows from bc on.
             copy_async(
                 unsafe { sb.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
             );
             chunk += block_dim_x();
         }
@@ -546,6 +570,17 @@ fn arg(flag: &str) -> Result<Option<usize>, String> {
             .map(Some)
             .ok_or_else(|| format!("{flag} needs a count")),
     }
+}
+
+/// `B` (K x N, row-major) transposed: Bᵀ, N x K row-major, as the warpgroup kernels take it.
+fn transposed(b: &[bf16], k: usize, n: usize) -> Vec<bf16> {
+    let mut t = vec![bf16::ZERO; n * k];
+    for (r, row) in b.chunks(n).enumerate() {
+        for (c, v) in row.iter().enumerate() {
+            t[c * k + r] = *v;
+        }
+    }
+    t
 }
 
 /// `--kernel NAME`: run that kernel only.
@@ -606,41 +641,57 @@ fn gemm_all_scatter(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool
         .collect();
     let da = iris.from_slice(&a[me * rows * k..(me + 1) * rows * k])?;
     let db = iris.from_slice(&b)?;
+    let dbt = iris.from_slice(&transposed(&b, k, n))?;
     let c = iris.symmetric_zeros::<f32>(m * n)?;
     let part = iris.symmetric_zeros::<f32>(rows * n)?;
     let ccl = iris::ccl::Ccl::new(iris)?;
     let warp = warp_lanes(iris);
-    let blocks = (rows / 128 * (n / 128)) as u32;
     let (w, r) = (world as u32, me as u32);
-    let fused = || {
-        kernels::pipelined_128::launch(
-            iris,
-            (blocks, 4 * warp),
-            &da,
-            &db,
-            &c,
-            n as u32,
-            k as u32,
-            r * rows as u32,
-            r,
-            w,
-            w,
-        )
+    // `--kernel warpgroup_256` (wg_mma, N a multiple of 256), else pipelined_128.
+    let wide = kernel_filter().as_deref() == Some("warpgroup_256");
+    if me == 0 {
+        let name = if wide {
+            "warpgroup_256"
+        } else {
+            "pipelined_128"
+        };
+        println!("GEMM + all-scatter with {name}");
+    }
+    // Rows `row0..` of C into the copies of `peers` ranks from this one on.
+    let launch = |c: &SymmetricBuffer<'_, f32>, row0: u32, peers: u32| {
+        if wide {
+            warpgroup_kernels::warpgroup_256::launch(
+                iris,
+                ((rows / 128 * (n / 256)) as u32, 256),
+                &da,
+                &dbt,
+                c,
+                n as u32,
+                k as u32,
+                row0,
+                r,
+                peers,
+                w,
+            )
+        } else {
+            kernels::pipelined_128::launch(
+                iris,
+                ((rows / 128 * (n / 128)) as u32, 4 * warp),
+                &da,
+                &db,
+                c,
+                n as u32,
+                k as u32,
+                row0,
+                r,
+                peers,
+                w,
+            )
+        }
     };
+    let fused = || launch(&c, r * rows as u32, w);
     let unfused = || {
-        kernels::pipelined_128::launch(
-            iris,
-            (blocks, 4 * warp),
-            &da,
-            &db,
-            &part,
-            n as u32,
-            k as u32,
-            0,
-            r,
-            1,
-            w,
-        )?;
+        launch(&part, 0, 1)?;
         iris::ccl::all_gather(&ccl, &part, &c, iris::ccl::AllGatherAlgo::Push)
     };
     let mut ok = true;
@@ -688,6 +739,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         .map(|_| bf16::from_f32(rng.random_range(-1.0..1.0)))
         .collect();
     let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
+    let dbt = iris.from_slice(&transposed(&b, k, n))?;
     let c: Buffer<f32> = iris.zeros(m * n)?;
     let cs = iris.symmetric_zeros::<f32>(m * n)?;
     let flops = 2.0 * (m * n * k) as f64;
@@ -784,7 +836,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     iris,
                     (blocks, 256),
                     &da,
-                    &db,
+                    &dbt,
                     &cs.local_ptr(),
                     n as u32,
                     k as u32,
@@ -796,10 +848,14 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     iris,
                     (blocks, 256),
                     &da,
-                    &db,
-                    &cs.local_ptr(),
+                    &dbt,
+                    &cs,
                     n as u32,
                     k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
                 )
             },
             "warp_tile_64" => &|| {

@@ -654,7 +654,7 @@ mod warpgroup {
                 let at = ((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8;
                 unsafe { *sa.add(at as usize) = *a.add((m * k + k0 + ka) as usize) };
                 let (kb, nb) = (i / 128, i % 128);
-                let at = ((nb / 8) * 4 + kb / 8) * 64 + (kb % 8) * 8 + nb % 8;
+                let at = ((nb / 8) * 4 + kb / 8) * 64 + (nb % 8) * 8 + kb % 8;
                 unsafe { *sb.add(at as usize) = *b.add(((k0 + kb) * 128 + nb) as usize) };
                 i += block_dim_x();
             }
@@ -667,7 +667,8 @@ mod warpgroup {
                 4,
                 acc,
             );
-            acc = wg_wait(acc);
+            wg_commit();
+            acc = wg_wait(acc, 0);
             sync_threads();
             k0 += 32;
         }
@@ -682,10 +683,23 @@ mod warpgroup_wide {
 
     /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
     /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
-    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled three steps
-    /// ahead; each step is eight `wg_mma` per warpgroup. `n` a multiple of 256.
+    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled two steps
+    /// ahead. Each step is a batch of eight `wg_mma` per warpgroup, issued while the
+    /// previous step's batch still runs (`wg_wait(.., 1)`). `n` a multiple of 256. Rows
+    /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on (as
+    /// `block_tile_128`'s).
     #[kernel(instances(T = [bf16]))]
-    pub fn warpgroup_256<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, n: u32, k: u32) {
+    pub fn warpgroup_256<T: MmaElement>(
+        a: *const T,
+        bt: *const T,
+        c: Symmetric<f32>,
+        n: u32,
+        k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
         let blocks_n = n / 256;
@@ -697,19 +711,23 @@ mod warpgroup_wide {
         let mut left = wg_zero();
         let mut right = wg_zero();
         let steps = k / 64;
-        for first in 0..3 {
+        // One commit group per step (empty past the end): at the top of step s, "step s
+        // landed" is "at most one group pending".
+        for first in 0..2 {
             let first = first as u32;
             if first < steps {
-                stage_wide(a, b, sa, sb, first, br, bc, n, k, first * 64);
+                stage_wide(a, bt, sa, sb, first, br, bc, n, k, first * 64);
             }
             copy_async_commit();
         }
         let mut s = 0u32;
         while s < steps {
-            copy_async_wait(2);
+            copy_async_wait(1);
+            // Step s's tiles are in, and every warpgroup's batch of step s - 2 finished
+            // (each waited for it before this barrier): its buffer takes step s + 2.
             sync_threads();
-            if s + 3 < steps {
-                stage_wide(a, b, sa, sb, (s + 3) % 4, br, bc, n, k, (s + 3) * 64);
+            if s + 2 < steps {
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, n, k, (s + 2) * 64);
             }
             copy_async_commit();
             let cur = s % 4;
@@ -723,21 +741,29 @@ mod warpgroup_wide {
                 left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
                 right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
             }
-            left = wg_wait(left);
-            right = wg_wait(right);
+            wg_commit();
+            // The batch of step s - 1 finished; this one may still run.
+            left = wg_wait(left, 1);
+            right = wg_wait(right, 1);
             s += 1;
         }
-        let row = unsafe { c.add(((br + group * 64) * n + bc) as usize) };
-        wg_store(row, n, left);
-        wg_store(unsafe { row.add(128) }, n, right);
+        left = wg_wait(left, 0);
+        right = wg_wait(right, 0);
+        let at = ((row0 + br + group * 64) * n + bc) as usize;
+        for p in 0..peers {
+            let peer = (me + p) % world;
+            wg_store_peer(c.add(at), n, left, peer);
+            wg_store_peer(c.add(at + 128), n, right, peer);
+        }
     }
 
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
-    /// 64 x 256 slice of B at row `k0` of block column `bc` into buffer `buf`, in the
-    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`.
+    /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
+    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`,
+    /// and a warp reads 64 contiguous bytes of 8 rows.
     fn stage_wide<T: MmaElement>(
         a: *const T,
-        b: *const T,
+        bt: *const T,
         sa: *mut T,
         sb: *mut T,
         buf: u32,
@@ -759,11 +785,11 @@ mod warpgroup_wide {
         }
         let mut chunk = thread_idx_x();
         while chunk < 2048 {
-            let col = (chunk / 64) * 8;
-            let kk = ((chunk / 8) % 8) * 8 + chunk % 8;
+            let row = (chunk / 64) * 8 + chunk % 8;
+            let kc = (chunk / 8) % 8;
             copy_async(
                 unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { b.add(((k0 + kk) * n + bc + col) as usize) } as *const [T; 8],
+                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
             );
             chunk += block_dim_x();
         }
@@ -812,9 +838,13 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
             .run(|iris| {
                 let da =
                     iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
-                let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
+                // The kernel takes Bᵀ (N x K).
+                let bt: Vec<bf16> = (0..n * k)
+                    .map(|i| bf16::from_f32(b[(i % k) * n + i / k]))
+                    .collect();
+                let db = iris.from_slice(&bt)?;
+                let c = iris.symmetric_zeros::<f32>(m * n)?;
+                c.copy_from_slice(&vec![f32::NAN; m * n])?;
                 let blocks = (m / 128 * (n / 256)) as u32;
                 warpgroup_wide::warpgroup_256::launch(
                     iris,
@@ -824,6 +854,10 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
                     &c,
                     n as u32,
                     k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
                 )?;
                 assert_eq!(c.to_vec()?, want);
                 Ok(())

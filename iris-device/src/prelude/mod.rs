@@ -35,7 +35,9 @@ pub use warp::{
     warp_reduce_max, warp_reduce_min, warp_size, warp_sync, WarpValue,
 };
 
-pub use warpgroup::{wg_mma, wg_store, wg_wait, wg_zero, WgAcc, WG_K, WG_M, WG_N};
+pub use warpgroup::{
+    wg_commit, wg_mma, wg_store, wg_store_peer, wg_wait, wg_zero, WgAcc, WG_K, WG_M, WG_N,
+};
 
 pub use core::sync::atomic::Ordering;
 pub use half::{bf16, f16};

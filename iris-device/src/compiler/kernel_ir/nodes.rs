@@ -763,12 +763,19 @@ pub enum Intrinsic {
         /// The accumulator.
         acc: Operand,
     },
-    /// `wg_wait(acc)` -> `acc` once every `wg_mma` issued before has finished.
+    /// `wg_commit()`: ends the batch of `wg_mma` issued since the last commit.
+    WgCommit,
+    /// `wg_wait(acc, pending)` -> `acc` once at most `pending` committed batches are in
+    /// flight.
     WgWait {
         /// The accumulator.
         acc: Operand,
+        /// Batches that may still be in flight, a constant.
+        pending: u32,
     },
-    /// `wg_store(tile, ld, acc)`: the warpgroup's 64 x 128 `f32` tile, row-major.
+    /// `wg_store(tile, ld, acc)`: the warpgroup's 64 x 128 `f32` tile, row-major; or
+    /// `wg_store_peer(tile, ld, acc, peer)` when `peer` is given (then `tile` is a
+    /// `Symmetric<f32>`).
     WgStore {
         /// The tile's first element.
         tile: Operand,
@@ -776,6 +783,8 @@ pub enum Intrinsic {
         ld: Operand,
         /// The accumulator.
         acc: Operand,
+        /// Whose copy, for `wg_store_peer`.
+        peer: Option<Operand>,
     },
     /// `warp_reduce_*(value)` -> the reduction over the warp, in every lane.
     WarpReduce {
@@ -841,6 +850,7 @@ impl Intrinsic {
             | WarpSync
             | MmaZero
             | WgZero
+            | WgCommit
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
@@ -882,8 +892,17 @@ impl Intrinsic {
             WgMma {
                 a, b, kchunks, acc, ..
             } => vec![a, b, kchunks, acc],
-            WgWait { acc } => vec![acc],
-            WgStore { tile, ld, acc } => vec![tile, ld, acc],
+            WgWait { acc, .. } => vec![acc],
+            WgStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => {
+                let mut v: Vec<&Expr> = vec![tile, ld, acc];
+                v.extend(peer.as_deref());
+                v
+            }
             MmaStore {
                 tile,
                 ld,
@@ -917,6 +936,7 @@ impl Intrinsic {
             | WarpSync
             | MmaZero
             | WgZero
+            | WgCommit
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
@@ -958,8 +978,17 @@ impl Intrinsic {
             WgMma {
                 a, b, kchunks, acc, ..
             } => vec![a, b, kchunks, acc],
-            WgWait { acc } => vec![acc],
-            WgStore { tile, ld, acc } => vec![tile, ld, acc],
+            WgWait { acc, .. } => vec![acc],
+            WgStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => {
+                let mut v: Vec<&mut Expr> = vec![tile, ld, acc];
+                v.extend(peer.as_deref_mut());
+                v
+            }
             MmaStore {
                 tile,
                 ld,

@@ -69,8 +69,14 @@ impl FnBuilder<'_> {
                 kchunks,
                 acc,
             } => self.wg_mma(*elem, a, b, kchunks, acc),
-            Intrinsic::WgWait { acc } => self.wg_wait(acc),
-            Intrinsic::WgStore { tile, ld, acc } => self.wg_store(tile, ld, acc),
+            Intrinsic::WgCommit => Ok(self.wg_commit()),
+            Intrinsic::WgWait { acc, pending } => self.wg_wait(acc, *pending),
+            Intrinsic::WgStore {
+                tile,
+                ld,
+                acc,
+                peer,
+            } => self.wg_store(tile, ld, acc, peer.as_deref()),
             other => Err(not_in_family(other)),
         }
     }

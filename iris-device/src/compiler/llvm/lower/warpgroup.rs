@@ -7,19 +7,23 @@
 //! `C[16w + g + 8h][8i + 2q + j]` for `i < 16`, `h, j < 2`.
 //!
 //! The shared tiles are in core matrices of 8 rows x 16 bytes, 64 elements each, with
-//! `kchunks` 8-element k chunks per 8-row group: A (row-major, K-major) element `(m, k)`
-//! at `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`; B (row-major, N-major)
-//! element `(k, n)` at `((n / 8) * kchunks + k / 8) * 64 + (k % 8) * 8 + n % 8`.
+//! `kchunks` 8-element k chunks per 8-row group, both K-major: A's element `(m, k)` at
+//! `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`, and B given transposed (Bᵀ,
+//! N x K), its element `(k, n)` at `((n / 8) * kchunks + k / 8) * 64 + (n % 8) * 8 + k % 8`.
 //!
-//! - NVIDIA on `sm_90a`: `wg_mma` is `fence.proxy.async.shared::cta`, `wgmma.fence`, one
-//!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
-//!   shared-memory descriptors (no swizzle; leading byte offset 128, the distance between
-//!   k chunks; stride byte offset `128 * kchunks`, between 8-row groups; B transposed,
-//!   since it is N-major) and `wgmma.commit_group`; `wg_wait` is `wgmma.wait_group 0`,
-//!   with the accumulator tied through it so nothing reads it earlier.
+//! - NVIDIA on `sm_90a`: `wg_mma` is `wgmma.fence` (which orders the warpgroup's earlier
+//!   register and shared-memory accesses before it; shared tiles written with
+//!   `copy_async` and made visible by `copy_async_wait` and a barrier need no proxy fence,
+//!   as in CUTLASS's `cp.async` GMMA mainloop) and one
+//!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles
+//!   through shared-memory descriptors (no swizzle; leading byte offset 128, the distance
+//!   between k chunks; stride byte offset `128 * kchunks`, between 8-row groups; neither
+//!   transposed); `wg_commit` is `wgmma.commit_group`; `wg_wait(acc,
+//!   n)` is `wgmma.wait_group n`, with the accumulator tied through it so nothing reads
+//!   it earlier.
 //! - Elsewhere (`sm_80`, `sm_90` PTX, AMD, the CPU): `wg_mma` computes each thread's 64
-//!   elements from shared memory in `f32`, in order `k = 0..16`, and `wg_wait` returns its
-//!   argument.
+//!   elements from shared memory in `f32`, in order `k = 0..16`; `wg_commit` is nothing
+//!   and `wg_wait` returns its argument.
 
 use super::super::super::kernel_ir::{Dim, Expr, Scalar};
 use super::builder::FnBuilder;
@@ -102,7 +106,7 @@ impl FnBuilder<'_> {
         let n = ACC_LEN as usize;
         let regs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
         let text = format!(
-            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; fence.proxy.async.shared::cta; wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 1; wgmma.commit_group.sync.aligned; }}",
+            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
             2 * n + 2,
             regs.join(", "),
             2 * n,
@@ -145,8 +149,18 @@ impl FnBuilder<'_> {
         Ok(out)
     }
 
-    /// `wg_wait(acc)`.
-    pub(super) fn wg_wait(&mut self, acc: &Expr) -> Result<String, String> {
+    /// `wg_commit()`.
+    pub(super) fn wg_commit(&mut self) -> String {
+        if self.arch().target == Target::Sm90a {
+            self.inst(
+                "call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()",
+            );
+        }
+        String::new()
+    }
+
+    /// `wg_wait(acc, pending)`.
+    pub(super) fn wg_wait(&mut self, acc: &Expr, pending: u32) -> Result<String, String> {
         let acc = self.expr(acc)?;
         if self.arch().target != Target::Sm90a {
             return Ok(acc);
@@ -163,7 +177,11 @@ impl FnBuilder<'_> {
                 format!("float {v}")
             })
             .collect();
-        self.tied_asm("wgmma.wait_group.sync.aligned 0;", &constraints, &args)
+        self.tied_asm(
+            &format!("wgmma.wait_group.sync.aligned {pending};"),
+            &constraints,
+            &args,
+        )
     }
 
     /// `wg_mma` computed by each thread from shared memory: a loop over `k = 0..16`.
@@ -188,8 +206,9 @@ impl FnBuilder<'_> {
                 self.def(&format!("add i32 {at}, {g8}"))
             })
             .collect();
-        // B columns 8i + 2q + j sit in column group i, column 2q + j: i * kc * 64 + 2q + j.
-        let q2 = self.def(&format!("shl i32 {q}, 1"));
+        // Bᵀ rows (columns of B) 8i + 2q + j sit in row group i, row 2q + j:
+        // i * kc * 64 + (2q + j) * 8.
+        let q16 = self.def(&format!("shl i32 {q}, 4"));
         let kc64 = self.def(&format!("shl i32 {kc}, 6"));
         let entry = self.current_block().to_string();
         let (body, done) = (self.label("wg_k"), self.label("wg_done"));
@@ -205,14 +224,12 @@ impl FnBuilder<'_> {
         self.inst(&format!(
             "{sums} = phi {ACC} [ {acc}, %{entry} ], [ {next_sums_slot}, %{body} ]"
         ));
-        // k / 8 * 64 + k % 8 in A's rows; k / 8 * 64 + (k % 8) * 8 in B's columns.
+        // k / 8 * 64 + k % 8 in the rows of A and of Bᵀ.
         let chunk = self.def(&format!("lshr i32 {k}, 3"));
         let chunk64 = self.def(&format!("shl i32 {chunk}, 6"));
         let within = self.def(&format!("and i32 {k}, 7"));
         let a_k = self.def(&format!("add i32 {chunk64}, {within}"));
-        let within8 = self.def(&format!("shl i32 {within}, 3"));
-        let b_k = self.def(&format!("add i32 {chunk64}, {within8}"));
-        let b_k = self.def(&format!("add i32 {b_k}, {q2}"));
+        let b_k = self.def(&format!("add i32 {a_k}, {q16}"));
         let load = |s: &mut Self, p: &str, at: &str| -> Result<String, String> {
             let at = s.def(&format!("zext i32 {at} to i64"));
             let addr = s.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
@@ -229,7 +246,7 @@ impl FnBuilder<'_> {
             let col_group = self.def(&format!("mul i32 {kc64}, {i}"));
             let base = self.def(&format!("add i32 {col_group}, {b_k}"));
             for j in 0..2u32 {
-                let at = self.def(&format!("add i32 {base}, {j}"));
+                let at = self.def(&format!("add i32 {base}, {}", 8 * j));
                 let bv = load(self, b, &at)?;
                 for (h, a_h) in av.iter().enumerate() {
                     let slot = 4 * i + 2 * h as u32 + j;
@@ -250,16 +267,26 @@ impl FnBuilder<'_> {
         Ok(next_sums_slot)
     }
 
-    /// `wg_store(tile, ld, acc)`: each thread's 64 elements, one store each.
+    /// `wg_store(tile, ld, acc)` and `wg_store_peer(tile, ld, acc, peer)`: each thread's
+    /// 64 elements, one store each (into `peer`'s copy: the tile's address translated
+    /// once).
     pub(super) fn wg_store(
         &mut self,
         tile: &Expr,
         ld: &Expr,
         acc: &Expr,
+        peer: Option<&Expr>,
     ) -> Result<String, String> {
-        let p = self.expr(tile)?;
+        let t = self.expr(tile)?;
         let ld = self.expr(ld)?;
         let acc = self.expr(acc)?;
+        let (p, pty) = match peer {
+            Some(peer) => {
+                let who = self.expr(peer)?;
+                (self.translate(&t, &who)?, self.arch().gptr().to_string())
+            }
+            None => (t, "ptr".to_string()),
+        };
         let Place { w, g, q } = self.wg_place()?;
         let w16 = self.def(&format!("shl i32 {w}, 4"));
         let row0 = self.def(&format!("add i32 {w16}, {g}"));
@@ -274,10 +301,11 @@ impl FnBuilder<'_> {
                     let col = self.def(&format!("add i32 {q2}, {}", 8 * i + j));
                     let col = self.def(&format!("zext i32 {col} to i64"));
                     let at = self.def(&format!("add i64 {start}, {col}"));
-                    let addr =
-                        self.def(&format!("getelementptr inbounds float, ptr {p}, i64 {at}"));
+                    let addr = self.def(&format!(
+                        "getelementptr inbounds float, {pty} {p}, i64 {at}"
+                    ));
                     let v = self.def(&format!("extractvalue {ACC} {acc}, {}", 4 * i + 2 * h + j));
-                    self.inst(&format!("store float {v}, ptr {addr}, align 4"));
+                    self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
                 }
             }
         }
