@@ -321,64 +321,6 @@ mod kernels {
 mod warpgroup_kernels {
     use iris::prelude::*;
 
-    /// A 128 x 128 block of C per 256 threads (two warpgroups, 64 rows each), `C = A x B`
-    /// into `c` (row-major, `n` columns), from A (row-major) and Bᵀ (`bt`, N x K row-major): k in steps of 32 through three shared buffers
-    /// (48 KiB, all of a block's static shared memory), filled with `copy_async` two steps
-    /// ahead in the warpgroup tile layout (8 k or 8 n of a row per 16-byte copy); each
-    /// step is two `wg_mma` per warpgroup, waited for before the next step's barrier.
-    #[kernel(instances(T = [bf16]))]
-    pub fn warpgroup_128<T: MmaElement>(a: *const T, bt: *const T, c: *mut f32, n: u32, k: u32) {
-        let sa = shared_array::<T, 12288>(); // 3 buffers x 128 rows x 32 k
-        let sb = shared_array::<T, 12288>(); // 3 buffers x 32 k x 128 columns
-        let blocks_n = n / 128;
-        let (br, bc) = (
-            (block_idx_x() / blocks_n) * 128,
-            (block_idx_x() % blocks_n) * 128,
-        );
-        let group = thread_idx_x() / 128;
-        let mut acc = wg_zero();
-        let steps = k / 32;
-        // One commit group per step (empty past the end), so "step s landed" is always
-        // "at most one group pending" at the top of step s.
-        for first in 0..2 {
-            let first = first as u32;
-            if first < steps {
-                stage_tiles(a, bt, sa, sb, first, br, bc, n, k, first * 32);
-            }
-            copy_async_commit();
-        }
-        let mut s = 0u32;
-        while s < steps {
-            copy_async_wait(1);
-            // Step s's tiles are in; every warpgroup finished step s - 1's `wg_mma`, so its
-            // buffer takes step s + 2.
-            sync_threads();
-            if s + 2 < steps {
-                stage_tiles(a, bt, sa, sb, (s + 2) % 3, br, bc, n, k, (s + 2) * 32);
-            }
-            copy_async_commit();
-            let cur = s % 3;
-            // This warpgroup's 64 rows of A: 8 row groups x 4 k chunks x 64 elements.
-            let ta = unsafe { sa.add((cur * 4096 + group * 2048) as usize) };
-            let tb = unsafe { sb.add((cur * 4096) as usize) };
-            acc = wg_mma(ta as *const T, tb as *const T, 4, acc);
-            acc = wg_mma(
-                unsafe { ta.add(128) } as *const T,
-                unsafe { tb.add(128) } as *const T,
-                4,
-                acc,
-            );
-            wg_commit();
-            acc = wg_wait(acc, 0);
-            s += 1;
-        }
-        wg_store(
-            unsafe { c.add(((br + group * 64) * n + bc) as usize) },
-            n,
-            acc,
-        );
-    }
-
     /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
     /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
     /// (192 KiB: dynamic shared memory, which the runtime asks for) filled two steps
@@ -414,7 +356,7 @@ mod warpgroup_kernels {
         for first in 0..2 {
             let first = first as u32;
             if first < steps {
-                stage_wide(a, bt, sa, sb, first, br, bc, n, k, first * 64);
+                stage_wide(a, bt, sa, sb, first, br, bc, k, first * 64);
             }
             copy_async_commit();
         }
@@ -425,19 +367,19 @@ mod warpgroup_kernels {
             // (each waited for it before this barrier): its buffer takes step s + 2.
             sync_threads();
             if s + 2 < steps {
-                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, n, k, (s + 2) * 64);
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, k, (s + 2) * 64);
             }
             copy_async_commit();
             let cur = s % 4;
-            // This warpgroup's 64 rows of A: 8 row groups x 8 k chunks x 64 elements; B's
-            // right half starts at column group 16.
+            // This warpgroup's 64 rows of A (64 elements each); Bᵀ's rows 128.. for the
+            // right accumulator.
             let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
             let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            let tb_right = unsafe { tb.add(8192) };
             for kk in 0..4 {
-                let at = 128 * kk as usize;
-                let ak = unsafe { ta.add(at) };
-                left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
-                right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
+                let kk = kk as u32;
+                left = wg_mma(ta, tb, kk, left);
+                right = wg_mma(ta, tb_right, kk, right);
             }
             wg_commit();
             // The batch of step s - 1 finished; this one may still run.
@@ -457,8 +399,8 @@ mod warpgroup_kernels {
 
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
     /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
-    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`,
-    /// and a warp reads 64 contiguous bytes of 8 rows.
+    /// warpgroup tile layout: chunk `c` of row `r` at element `r * 64 + (c ^ (r % 8)) * 8`.
+    /// Eight consecutive threads copy one row (128 contiguous bytes, one shared line).
     fn stage_wide<T: MmaElement>(
         a: *const T,
         bt: *const T,
@@ -467,62 +409,27 @@ mod warpgroup_kernels {
         buf: u32,
         br: u32,
         bc: u32,
-        n: u32,
         k: u32,
         k0: u32,
     ) {
         let mut chunk = thread_idx_x();
-        while chunk < 1024 {
-            let row = (chunk / 64) * 8 + chunk % 8;
-            let kc = (chunk / 8) % 8;
-            copy_async(
-                unsafe { sa.add((buf * 8192 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
-            chunk += block_dim_x();
-        }
-        let mut chunk = thread_idx_x();
-        while chunk < 2048 {
-            let row = (chunk / 64) * 8 + chunk % 8;
-            let kc = (chunk / 8) % 8;
-            copy_async(
-                unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
-            chunk += block_dim_x();
-        }
-    }
-
-    /// Starts copying the 128 x 32 slice of A at column `k0` of block row `br` and the
-    /// 128 x 32 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
-    /// warpgroup tile layout: copy `c` (16 bytes) lands at element `8 c` of the buffer,
-    /// so consecutive threads fill consecutive rows of a core matrix.
-    fn stage_tiles<T: MmaElement>(
-        a: *const T,
-        bt: *const T,
-        sa: *mut T,
-        sb: *mut T,
-        buf: u32,
-        br: u32,
-        bc: u32,
-        n: u32,
-        k: u32,
-        k0: u32,
-    ) {
-        let mut chunk = thread_idx_x();
-        while chunk < 512 {
-            // A: row group chunk / 32, k chunk (chunk / 8) % 4, row chunk % 8.
-            let row = (chunk / 32) * 8 + chunk % 8;
-            let kc = (chunk / 8) % 4;
-            copy_async(
-                unsafe { sa.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
-            // Bᵀ: the same, rows from bc on.
-            copy_async(
-                unsafe { sb.add((buf * 4096 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
+        while chunk < 3072 {
+            // Chunks 0..1024 are A's, the rest Bᵀ's.
+            let (row, c) = ((chunk % 1024) / 8, chunk % 8);
+            let at = row * 64 + (c ^ (row % 8)) * 8;
+            if chunk < 1024 {
+                copy_async(
+                    unsafe { sa.add((buf * 8192 + at) as usize) } as *mut [T; 8],
+                    unsafe { a.add(((br + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            } else {
+                let row = (chunk - 1024) / 8;
+                let at = row * 64 + (c ^ (row % 8)) * 8;
+                copy_async(
+                    unsafe { sb.add((buf * 16384 + at) as usize) } as *mut [T; 8],
+                    unsafe { bt.add(((bc + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            }
             chunk += block_dim_x();
         }
     }
@@ -758,12 +665,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
     // it runs the shared-memory kernel only.
     let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
-        &[
-            "block_tile_128",
-            "pipelined_128",
-            "warpgroup_128",
-            "warpgroup_256",
-        ]
+        &["block_tile_128", "pipelined_128", "warpgroup_256"]
     } else {
         &[
             "warp_tile_16",
@@ -771,7 +673,6 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "warp_tile_64",
             "block_tile_128",
             "pipelined_128",
-            "warpgroup_128",
             "warpgroup_256",
         ]
     };
@@ -828,18 +729,6 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     0,
                     1,
                     1,
-                )
-            },
-            "warpgroup_128" => &|| {
-                let blocks = (m / 128 * (n / 128)) as u32;
-                warpgroup_kernels::warpgroup_128::launch(
-                    iris,
-                    (blocks, 256),
-                    &da,
-                    &dbt,
-                    &cs.local_ptr(),
-                    n as u32,
-                    k as u32,
                 )
             },
             "warpgroup_256" => &|| {

@@ -639,38 +639,33 @@ mod warpgroup {
     use iris::prelude::*;
 
     /// `C = A x B` for `A`: 128 x k and `B`: k x 128 (row-major), one block of two
-    /// warpgroups, k in steps of 32 through one shared buffer in the warpgroup tile layout.
+    /// warpgroups, k in steps of 64 through one shared buffer in the swizzled warpgroup
+    /// layout, written element by element (B transposed on the way).
     #[kernel(instances(T = [bf16, f16]))]
     pub fn gemm_128<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, k: u32) {
-        let sa = shared_array::<T, 4096>(); // 128 rows x 32 k
-        let sb = shared_array::<T, 4096>(); // 32 k x 128 columns
+        let sa = shared_array::<T, 8192>(); // 128 rows x 64 k
+        let sb = shared_array::<T, 8192>(); // Bᵀ: 128 rows x 64 k
         let group = thread_idx_x() / 128;
         let mut acc = wg_zero();
         let mut k0 = 0u32;
         while k0 < k {
             let mut i = thread_idx_x();
-            while i < 4096 {
-                let (m, ka) = (i / 32, i % 32);
-                let at = ((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8;
-                unsafe { *sa.add(at as usize) = *a.add((m * k + k0 + ka) as usize) };
-                let (kb, nb) = (i / 128, i % 128);
-                let at = ((nb / 8) * 4 + kb / 8) * 64 + (nb % 8) * 8 + kb % 8;
-                unsafe { *sb.add(at as usize) = *b.add(((k0 + kb) * 128 + nb) as usize) };
+            while i < 8192 {
+                let (r, kk) = (i / 64, i % 64);
+                let at = r * 64 + ((kk / 8) ^ (r % 8)) * 8 + kk % 8;
+                unsafe { *sa.add(at as usize) = *a.add((r * k + k0 + kk) as usize) };
+                unsafe { *sb.add(at as usize) = *b.add(((k0 + kk) * 128 + r) as usize) };
                 i += block_dim_x();
             }
             sync_threads();
-            let ta = unsafe { sa.add((group * 2048) as usize) };
-            acc = wg_mma(ta as *const T, sb as *const T, 4, acc);
-            acc = wg_mma(
-                unsafe { ta.add(128) } as *const T,
-                unsafe { sb.add(128) } as *const T,
-                4,
-                acc,
-            );
+            let ta = unsafe { sa.add((group * 4096) as usize) } as *const T;
+            for s in 0..4 {
+                acc = wg_mma(ta, sb as *const T, s as u32, acc);
+            }
             wg_commit();
             acc = wg_wait(acc, 0);
             sync_threads();
-            k0 += 32;
+            k0 += 64;
         }
         wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
     }
@@ -716,7 +711,7 @@ mod warpgroup_wide {
         for first in 0..2 {
             let first = first as u32;
             if first < steps {
-                stage_wide(a, bt, sa, sb, first, br, bc, n, k, first * 64);
+                stage_wide(a, bt, sa, sb, first, br, bc, k, first * 64);
             }
             copy_async_commit();
         }
@@ -727,19 +722,19 @@ mod warpgroup_wide {
             // (each waited for it before this barrier): its buffer takes step s + 2.
             sync_threads();
             if s + 2 < steps {
-                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, n, k, (s + 2) * 64);
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, k, (s + 2) * 64);
             }
             copy_async_commit();
             let cur = s % 4;
-            // This warpgroup's 64 rows of A: 8 row groups x 8 k chunks x 64 elements; B's
-            // right half starts at column group 16.
+            // This warpgroup's 64 rows of A (64 elements each); Bᵀ's rows 128.. for the
+            // right accumulator.
             let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
             let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            let tb_right = unsafe { tb.add(8192) };
             for kk in 0..4 {
-                let at = 128 * kk as usize;
-                let ak = unsafe { ta.add(at) };
-                left = wg_mma(ak, unsafe { tb.add(at) }, 8, left);
-                right = wg_mma(ak, unsafe { tb.add(8192 + at) }, 8, right);
+                let kk = kk as u32;
+                left = wg_mma(ta, tb, kk, left);
+                right = wg_mma(ta, tb_right, kk, right);
             }
             wg_commit();
             // The batch of step s - 1 finished; this one may still run.
@@ -759,8 +754,8 @@ mod warpgroup_wide {
 
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
     /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
-    /// warpgroup tile layout (8 k chunks per row group): copy `c` lands at element `8 c`,
-    /// and a warp reads 64 contiguous bytes of 8 rows.
+    /// warpgroup tile layout: chunk `c` of row `r` at element `r * 64 + (c ^ (r % 8)) * 8`.
+    /// Eight consecutive threads copy one row (128 contiguous bytes, one shared line).
     fn stage_wide<T: MmaElement>(
         a: *const T,
         bt: *const T,
@@ -769,28 +764,27 @@ mod warpgroup_wide {
         buf: u32,
         br: u32,
         bc: u32,
-        n: u32,
         k: u32,
         k0: u32,
     ) {
         let mut chunk = thread_idx_x();
-        while chunk < 1024 {
-            let row = (chunk / 64) * 8 + chunk % 8;
-            let kc = (chunk / 8) % 8;
-            copy_async(
-                unsafe { sa.add((buf * 8192 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { a.add(((br + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
-            chunk += block_dim_x();
-        }
-        let mut chunk = thread_idx_x();
-        while chunk < 2048 {
-            let row = (chunk / 64) * 8 + chunk % 8;
-            let kc = (chunk / 8) % 8;
-            copy_async(
-                unsafe { sb.add((buf * 16384 + chunk * 8) as usize) } as *mut [T; 8],
-                unsafe { bt.add(((bc + row) * k + k0 + kc * 8) as usize) } as *const [T; 8],
-            );
+        while chunk < 3072 {
+            // Chunks 0..1024 are A's, the rest Bᵀ's.
+            let (row, c) = ((chunk % 1024) / 8, chunk % 8);
+            let at = row * 64 + (c ^ (row % 8)) * 8;
+            if chunk < 1024 {
+                copy_async(
+                    unsafe { sa.add((buf * 8192 + at) as usize) } as *mut [T; 8],
+                    unsafe { a.add(((br + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            } else {
+                let row = (chunk - 1024) / 8;
+                let at = row * 64 + (c ^ (row % 8)) * 8;
+                copy_async(
+                    unsafe { sb.add((buf * 16384 + at) as usize) } as *mut [T; 8],
+                    unsafe { bt.add(((bc + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            }
             chunk += block_dim_x();
         }
     }
@@ -798,7 +792,7 @@ mod warpgroup_wide {
 
 #[test]
 fn warpgroup_gemm_matches_the_host_exactly() {
-    let (m, n, k) = (128usize, 128usize, 96usize);
+    let (m, n, k) = (128usize, 128usize, 192usize);
     let a: Vec<f32> = (0..m * k).map(|i| small(i, 11)).collect();
     let b: Vec<f32> = (0..k * n).map(|i| small(i, 12)).collect();
     let want = host_gemm(&a, &b, m, n, k);

@@ -19,20 +19,19 @@
 //!
 //! **Shared tiles.** A and B are given K-major: A as M x K, and B transposed, as Bᵀ
 //! (N x K, the layout of a `torch.nn.Linear` weight): `C = A B` from two row-major
-//! matrices with k contiguous in both. Both tiles are made of core matrices (8
-//! rows of 16 bytes, 64 elements, contiguous), `kchunks` 8-element k chunks per group of
-//! 8 rows. In a tile of `8 * kchunks` columns of k:
-//! - A (M x K, M a multiple of 64): element `(m, k)` at
-//!   `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`;
-//! - Bᵀ (N x K, N = 128): element `(n, k)` at
-//!   `((n / 8) * kchunks + k / 8) * 64 + (n % 8) * 8 + k % 8`.
+//! matrices with k contiguous in both. A tile holds 64 k per row (128 bytes), with the
+//! 16-byte chunks of row `r` swizzled by `r % 8` (the 128-byte swizzle the matrix units
+//! read without bank conflicts): element `(r, k)` of a tile at
+//! `r * 64 + ((k / 8) ^ (r % 8)) * 8 + k % 8`. Each tile starts on a 1024-byte boundary:
+//! NVIDIA shared arrays are aligned so, tiles of whole rows are multiples of 1024 bytes,
+//! and in a kernel whose arrays exceed 48 KiB (dynamic shared memory) keep every array a
+//! multiple of 1024 bytes. Eight consecutive k of a row are 16 contiguous bytes in global
+//! and shared memory: one [`copy_async`](super::copy_async) each, and eight threads
+//! copying the chunks of one row write one 128-byte line.
 //!
-//! Eight consecutive k of a row are 16 contiguous bytes in global and shared memory: one
-//! [`copy_async`](super::copy_async) each. The tiles start on 16-byte boundaries
-//! (`shared_array` gives that). [`wg_mma`]`(a, b, kchunks, acc)` multiplies the 64 rows
-//! of A from `a` (warpgroup `w`'s rows: `tile_a + 8 * w * kchunks * 64`) by the 128 rows
-//! of Bᵀ from `b`, over 16 k: k-step `s` (k `16 s .. 16 s + 16`) is `a + 128 * s`,
-//! `b + 128 * s`.
+//! [`wg_mma`]`(a, b, kstep, acc)` multiplies k `16 kstep .. 16 kstep + 16` (`kstep` 0 to
+//! 3) of the 64-row A tile at `a` (warpgroup `w`'s rows of a larger tile: `tile_a + 64 *
+//! 64 * w`) and the 128-row Bᵀ tile at `b`.
 //!
 //! **Order.** Make the tiles' writes visible first (`copy_async_wait`, then
 //! [`sync_threads`](super::sync_threads)). On Hopper [`wg_mma`] is asynchronous, like
@@ -44,8 +43,8 @@
 //!
 //! ```ignore
 //! let mut acc = wg_zero();
-//! for s in 0..kchunks / 2 {
-//!     acc = wg_mma(a.add((128 * s) as usize), b.add((128 * s) as usize), kchunks, acc);
+//! for s in 0..4 {
+//!     acc = wg_mma(a, b, s, acc);
 //! }
 //! wg_commit();
 //! acc = wg_wait(acc, 0);
@@ -78,12 +77,12 @@ pub fn wg_zero() -> WgAcc {
     device_only("wg_zero")
 }
 
-/// `acc + A B` for the 64 x 16 slice of A at `a` and the 128 x 16 slice of Bᵀ at `b`
-/// (block-shared memory, in the layouts of the [module docs](self), `kchunks` k chunks
-/// per 8-row group). Asynchronous on Hopper: read the result after [`wg_wait`].
+/// `acc + A B` over k `16 kstep .. 16 kstep + 16` of the 64 x 64 tile of A at `a` and
+/// the 128 x 64 tile of Bᵀ at `b` (block-shared memory, in the swizzled layout of the
+/// [module docs](self)). Asynchronous on Hopper: read the result after [`wg_wait`].
 #[inline(always)]
-pub fn wg_mma<T: MmaElement>(a: *const T, b: *const T, kchunks: u32, acc: WgAcc) -> WgAcc {
-    let _ = (a, b, kchunks, acc);
+pub fn wg_mma<T: MmaElement>(a: *const T, b: *const T, kstep: u32, acc: WgAcc) -> WgAcc {
+    let _ = (a, b, kstep, acc);
     device_only("wg_mma")
 }
 

@@ -234,27 +234,27 @@ fn shared_memory_tiles_use_async_copies_and_matrix_loads() {
     }
 }
 
-/// Two warpgroups: each multiplies its 64 rows of a shared A (128 x 32) by a shared B
-/// (32 x 128), the tiles written element by element in the warpgroup tile layout.
+/// Two warpgroups: each multiplies its 64 rows of a shared A (128 x 64) by a shared Bᵀ
+/// (128 x 64), the tiles written element by element in the swizzled warpgroup layout.
 const WARPGROUP: &str = r#"
 #[instances(T = [bf16, f16])]
-pub fn warpgroup<T: MmaElement>(a: *const T, b: *const T, c: *mut f32) {
-    let sa = shared_array::<T, 4096>();
-    let sb = shared_array::<T, 4096>();
+pub fn warpgroup<T: MmaElement>(a: *const T, bt: *const T, c: *mut f32) {
+    let sa = shared_array::<T, 8192>();
+    let sb = shared_array::<T, 8192>();
     let mut i = thread_idx_x();
-    while i < 4096 {
-        let (m, ka) = (i / 32, i % 32);
-        unsafe { *sa.add((((m / 8) * 4 + ka / 8) * 64 + (m % 8) * 8 + ka % 8) as usize) = *a.add(i as usize) };
-        let (kb, nb) = (i / 128, i % 128);
-        unsafe { *sb.add((((nb / 8) * 4 + kb / 8) * 64 + (nb % 8) * 8 + kb % 8) as usize) = *b.add(i as usize) };
+    while i < 8192 {
+        let (r, k) = (i / 64, i % 64);
+        let at = r * 64 + ((k / 8) ^ (r % 8)) * 8 + k % 8;
+        unsafe { *sa.add(at as usize) = *a.add(i as usize) };
+        unsafe { *sb.add(at as usize) = *bt.add(i as usize) };
         i += block_dim_x();
     }
     sync_threads();
     let group = thread_idx_x() / 128;
-    let ta = unsafe { sa.add((group * 2048) as usize) };
+    let ta = unsafe { sa.add((group * 4096) as usize) } as *const T;
     let mut acc = wg_zero();
-    acc = wg_mma(ta as *const T, sb as *const T, 4, acc);
-    acc = wg_mma(unsafe { ta.add(128) } as *const T, unsafe { sb.add(128) } as *const T, 4, acc);
+    acc = wg_mma(ta, sb as *const T, 0, acc);
+    acc = wg_mma(ta, sb as *const T, 1, acc);
     wg_commit();
     acc = wg_wait(acc, 0);
     wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
@@ -345,7 +345,7 @@ fn shared_arrays_over_48_kib_are_dynamic_shared_memory() {
             TargetKind::Nvptx => {
                 let ptx = ptx(&out);
                 assert!(
-                    ptx.contains(".extern .shared .align 16 .b8 __iris_dynamic_shared[]"),
+                    ptx.contains(".extern .shared .align 1024 .b8 __iris_dynamic_shared[]"),
                     "{name}: no dynamic shared block\n{ptx}"
                 );
                 // `small` keeps its static array; `big` has none.

@@ -84,7 +84,7 @@ impl FnBuilder<'_> {
                 )
             }
             _ => {
-                let (a, b, kchunks, acc) = (next()?, next()?, next()?, next()?);
+                let (a, b, kstep, acc) = (next()?, next()?, next()?, next()?);
                 let elem = self.tile_element(name, &a)?;
                 let want_b = Type::Ptr {
                     pointee: Box::new(Type::Scalar(elem)),
@@ -100,7 +100,7 @@ impl FnBuilder<'_> {
                         ),
                     ));
                 }
-                self.expect(&kchunks, &u32t)?;
+                self.expect(&kstep, &u32t)?;
                 self.expect(&acc, &acc_ty)?;
                 self.uses_warpgroup_mma = true;
                 (
@@ -108,7 +108,7 @@ impl FnBuilder<'_> {
                         elem,
                         a,
                         b,
-                        kchunks,
+                        kstep,
                         acc,
                     },
                     acc_ty,

@@ -748,9 +748,9 @@ pub enum Intrinsic {
     },
     /// `wg_zero()` -> a warpgroup accumulator of zeros.
     WgZero,
-    /// `wg_mma(a, b, kchunks, acc)` -> `acc + A * B` for the 64 x 16 slice of A at `a`
-    /// and the 16 x 128 slice of B at `b` (shared memory, core-matrix layouts with
-    /// `kchunks` 8-element chunks per row group); asynchronous until `wg_wait`.
+    /// `wg_mma(a, b, kstep, acc)` -> `acc + A B` for k step `kstep` (k `16 kstep ..`) of
+    /// the 64 x 64 tile of A at `a` and the 128 x 64 tile of Bᵀ at `b` (shared memory,
+    /// 128-byte swizzled rows); asynchronous until `wg_wait`.
     WgMma {
         /// The element type of A and B.
         elem: Scalar,
@@ -758,8 +758,8 @@ pub enum Intrinsic {
         a: Operand,
         /// B's slice (a raw pointer to shared memory).
         b: Operand,
-        /// 8-element k chunks per 8-row group of both tiles, a `u32`.
-        kchunks: Operand,
+        /// Which 16 k of the tiles (0 to 3), a `u32`.
+        kstep: Operand,
         /// The accumulator.
         acc: Operand,
     },
@@ -890,8 +890,8 @@ impl Intrinsic {
             MmaLoad { tile, ld, .. } => vec![tile, ld],
             Mma { a, b, acc, .. } => vec![a, b, acc],
             WgMma {
-                a, b, kchunks, acc, ..
-            } => vec![a, b, kchunks, acc],
+                a, b, kstep, acc, ..
+            } => vec![a, b, kstep, acc],
             WgWait { acc, .. } => vec![acc],
             WgStore {
                 tile,
@@ -976,8 +976,8 @@ impl Intrinsic {
             MmaLoad { tile, ld, .. } => vec![tile, ld],
             Mma { a, b, acc, .. } => vec![a, b, acc],
             WgMma {
-                a, b, kchunks, acc, ..
-            } => vec![a, b, kchunks, acc],
+                a, b, kstep, acc, ..
+            } => vec![a, b, kstep, acc],
             WgWait { acc, .. } => vec![acc],
             WgStore {
                 tile,

@@ -66,9 +66,9 @@ impl FnBuilder<'_> {
                 elem,
                 a,
                 b,
-                kchunks,
+                kstep,
                 acc,
-            } => self.wg_mma(*elem, a, b, kchunks, acc),
+            } => self.wg_mma(*elem, a, b, kstep, acc),
             Intrinsic::WgCommit => Ok(self.wg_commit()),
             Intrinsic::WgWait { acc, pending } => self.wg_wait(acc, *pending),
             Intrinsic::WgStore {

@@ -71,12 +71,11 @@ impl ModuleCtx {
         self.globals.push(text);
     }
 
-    /// Declares the launch's dynamic shared block (once per module).
-    pub fn dynamic_shared(&mut self) {
+    /// Declares the launch's dynamic shared block, aligned to `align` (once per module).
+    pub fn dynamic_shared(&mut self, align: u64) {
         let decl = format!(
-            "{} = external addrspace(3) global [0 x i8], align {}",
+            "{} = external addrspace(3) global [0 x i8], align {align}",
             super::shared::DYNAMIC_SHARED,
-            super::SHARED_ALIGN
         );
         if !self.globals.contains(&decl) {
             self.globals.push(decl);

@@ -14,8 +14,12 @@ use crate::abi::{TargetKind, STATIC_SHARED_LIMIT};
 /// [`STATIC_SHARED_LIMIT`].
 pub(super) const DYNAMIC_SHARED: &str = "@__iris_dynamic_shared";
 
-/// Alignment of every shared array.
+/// Alignment of every shared array (in the CPU block, and on AMD).
 pub const SHARED_ALIGN: u64 = 16;
+
+/// Alignment of NVIDIA shared arrays and of the dynamic block: 1024 bytes, what a
+/// 128-byte-swizzled warpgroup tile needs (see `warpgroup.rs`).
+pub(super) const NVPTX_SHARED_ALIGN: u64 = 1024;
 
 /// The byte offset of each of `arrays` in the CPU shared block, and the total size.
 pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), String> {
@@ -83,8 +87,9 @@ impl FnBuilder<'_> {
         if !self.arch().is_gpu() {
             return Ok(());
         }
+        let align = self.gpu_shared_align();
         if self.dynamic_shared()? {
-            self.m.dynamic_shared();
+            self.m.dynamic_shared(align);
             return Ok(());
         }
         let func = self.func;
@@ -92,11 +97,20 @@ impl FnBuilder<'_> {
             let et = self.mem_ty(&a.elem)?;
             let sym = self.shared_symbol(i);
             self.m.global(format!(
-                "{sym} = internal addrspace(3) global [{} x {et}] undef, align {SHARED_ALIGN}",
+                "{sym} = internal addrspace(3) global [{} x {et}] undef, align {align}",
                 a.len
             ));
         }
         Ok(())
+    }
+
+    /// The alignment of this target's GPU shared arrays.
+    fn gpu_shared_align(&self) -> u64 {
+        if self.arch().kind() == TargetKind::Nvptx {
+            NVPTX_SHARED_ALIGN
+        } else {
+            SHARED_ALIGN
+        }
     }
 
     /// A generic pointer to the first element of shared array `index`.

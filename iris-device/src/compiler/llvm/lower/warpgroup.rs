@@ -6,24 +6,24 @@
 //! (`w = t / 32`, `g = t % 32 / 4`, `q = t % 4`) holds element `4i + 2h + j` =
 //! `C[16w + g + 8h][8i + 2q + j]` for `i < 16`, `h, j < 2`.
 //!
-//! The shared tiles are in core matrices of 8 rows x 16 bytes, 64 elements each, with
-//! `kchunks` 8-element k chunks per 8-row group, both K-major: A's element `(m, k)` at
-//! `((m / 8) * kchunks + k / 8) * 64 + (m % 8) * 8 + k % 8`, and B given transposed (Bᵀ,
-//! N x K), its element `(k, n)` at `((n / 8) * kchunks + k / 8) * 64 + (n % 8) * 8 + k % 8`.
+//! The shared tiles are K-major with rows of 64 elements (128 bytes) in the 128-byte
+//! swizzle: A's element `(m, k)` at `m * 64 + ((k / 8) ^ (m % 8)) * 8 + k % 8`, and B
+//! given transposed (Bᵀ, N x K), its element `(n, k)` at the same place for row `n`; each
+//! tile starts on a 1024-byte boundary (GPU shared arrays are aligned so).
 //!
-//! - NVIDIA on `sm_90a`: `wg_mma` is `wgmma.fence` (which orders the warpgroup's earlier
-//!   register and shared-memory accesses before it; shared tiles written with
-//!   `copy_async` and made visible by `copy_async_wait` and a barrier need no proxy fence,
-//!   as in CUTLASS's `cp.async` GMMA mainloop) and one
-//!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles
-//!   through shared-memory descriptors (no swizzle; leading byte offset 128, the distance
-//!   between k chunks; stride byte offset `128 * kchunks`, between 8-row groups; neither
-//!   transposed); `wg_commit` is `wgmma.commit_group`; `wg_wait(acc,
-//!   n)` is `wgmma.wait_group n`, with the accumulator tied through it so nothing reads
-//!   it earlier.
+//! - NVIDIA on `sm_90a`: `wg_mma(a, b, kstep, acc)` is `wgmma.fence` (which orders the
+//!   warpgroup's earlier register and shared-memory accesses before it; tiles written
+//!   with `copy_async` and made visible by `copy_async_wait` and a barrier need no proxy
+//!   fence, as in CUTLASS's `cp.async` GMMA mainloop) and one
+//!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
+//!   shared-memory descriptors: 128-byte swizzle, stride byte offset 1024 (between 8-row
+//!   groups), the start address moved by 32 bytes per k step (the hardware swizzles the
+//!   final address, so the tile must be 1024-byte aligned); neither transposed.
+//!   `wg_commit` is `wgmma.commit_group`; `wg_wait(acc, n)` is `wgmma.wait_group n`, with
+//!   the accumulator tied through it so nothing reads it earlier.
 //! - Elsewhere (`sm_80`, `sm_90` PTX, AMD, the CPU): `wg_mma` computes each thread's 64
-//!   elements from shared memory in `f32`, in order `k = 0..16`; `wg_commit` is nothing
-//!   and `wg_wait` returns its argument.
+//!   elements from shared memory in `f32`, in order `k = 16 kstep .. 16 kstep + 16`;
+//!   `wg_commit` is nothing and `wg_wait` returns its argument.
 
 use super::super::super::kernel_ir::{Dim, Expr, Scalar};
 use super::builder::FnBuilder;
@@ -57,18 +57,18 @@ impl FnBuilder<'_> {
         Ok(Place { w, g, q })
     }
 
-    /// `wg_mma(a, b, kchunks, acc)`.
+    /// `wg_mma(a, b, kstep, acc)`.
     pub(super) fn wg_mma(
         &mut self,
         elem: Scalar,
         a: &Expr,
         b: &Expr,
-        kchunks: &Expr,
+        kstep: &Expr,
         acc: &Expr,
     ) -> Result<String, String> {
         let a = self.expr(a)?;
         let b = self.expr(b)?;
-        let kc = self.expr(kchunks)?;
+        let kc = self.expr(kstep)?;
         let acc = self.expr(acc)?;
         if self.arch().target == Target::Sm90a {
             self.wgmma(elem, &a, &b, &kc, &acc)
@@ -77,19 +77,20 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// The shared-memory descriptor of the tile at `p` (no swizzle; see the module docs).
-    fn wg_descriptor(&mut self, p: &str, kc: &str) -> String {
+    /// The shared-memory descriptor of k step `kstep` of the tile at `p` (128-byte
+    /// swizzle; see the module docs).
+    fn wg_descriptor(&mut self, p: &str, kstep: &str) -> String {
         let shared = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
         let addr = self.def(&format!("ptrtoint ptr addrspace(3) {shared} to i32"));
+        let step = self.def(&format!("shl i32 {kstep}, 5"));
+        let addr = self.def(&format!("add i32 {addr}, {step}"));
         let addr = self.def(&format!("zext i32 {addr} to i64"));
         let addr = self.def(&format!("and i64 {addr}, 262143"));
         let start = self.def(&format!("lshr i64 {addr}, 4"));
-        // Leading byte offset 128 (>> 4 = 8) in bits 16..30.
-        let with_lbo = self.def(&format!("or i64 {start}, {}", 8u64 << 16));
-        // Stride byte offset 128 * kchunks (>> 4 = 8 * kchunks) in bits 32..46.
-        let kc = self.def(&format!("zext i32 {kc} to i64"));
-        let sbo = self.def(&format!("shl i64 {kc}, 35"));
-        self.def(&format!("or i64 {with_lbo}, {sbo}"))
+        // Leading byte offset (unused with a swizzle): 1, in bits 16..30; stride byte
+        // offset 1024 (>> 4 = 64) in bits 32..46; the 128-byte swizzle (1) in bits 62..64.
+        let fields = (1u64 << 16) | (64u64 << 32) | (1u64 << 62);
+        self.def(&format!("or i64 {start}, {fields}"))
     }
 
     fn wgmma(
@@ -184,52 +185,48 @@ impl FnBuilder<'_> {
         )
     }
 
-    /// `wg_mma` computed by each thread from shared memory: a loop over `k = 0..16`.
+    /// `wg_mma` computed by each thread from shared memory: a loop over the 16 k of the
+    /// step.
     fn wg_mma_elements(
         &mut self,
         elem: Scalar,
         a: &str,
         b: &str,
-        kc: &str,
+        kstep: &str,
         acc: &str,
     ) -> Result<String, String> {
         let Place { w, g, q } = self.wg_place()?;
         let et = types::scalar_ty(elem);
-        // A rows 16w + g + 8h sit in row group 2w + h, row g: ((2w + h) * kc) * 64 + g * 8.
-        let w2 = self.def(&format!("shl i32 {w}, 1"));
-        let g8 = self.def(&format!("shl i32 {g}, 3"));
-        let a_rows: Vec<String> = (0..2)
-            .map(|h| {
-                let grp = self.def(&format!("add i32 {w2}, {h}"));
-                let at = self.def(&format!("mul i32 {grp}, {kc}"));
-                let at = self.def(&format!("shl i32 {at}, 6"));
-                self.def(&format!("add i32 {at}, {g8}"))
-            })
-            .collect();
-        // Bᵀ rows (columns of B) 8i + 2q + j sit in row group i, row 2q + j:
-        // i * kc * 64 + (2q + j) * 8.
-        let q16 = self.def(&format!("shl i32 {q}, 4"));
-        let kc64 = self.def(&format!("shl i32 {kc}, 6"));
+        // Rows 16w + g + 8h of A (row % 8 = g) and 8i + 2q + j of Bᵀ (row % 8 = 2q + j).
+        let w16 = self.def(&format!("shl i32 {w}, 4"));
+        let a_row0 = self.def(&format!("add i32 {w16}, {g}"));
+        let q2 = self.def(&format!("shl i32 {q}, 1"));
+        let k0 = self.def(&format!("shl i32 {kstep}, 4"));
         let entry = self.current_block().to_string();
         let (body, done) = (self.label("wg_k"), self.label("wg_done"));
         self.jump(&body);
         self.start_block(&body);
-        let k = self.tmp();
+        let kk = self.tmp();
         let sums = self.tmp();
-        let next_k = self.tmp();
-        let next_sums_slot = self.tmp();
+        let next_kk = self.tmp();
+        let next_sums = self.tmp();
         self.inst(&format!(
-            "{k} = phi i32 [ 0, %{entry} ], [ {next_k}, %{body} ]"
+            "{kk} = phi i32 [ 0, %{entry} ], [ {next_kk}, %{body} ]"
         ));
         self.inst(&format!(
-            "{sums} = phi {ACC} [ {acc}, %{entry} ], [ {next_sums_slot}, %{body} ]"
+            "{sums} = phi {ACC} [ {acc}, %{entry} ], [ {next_sums}, %{body} ]"
         ));
-        // k / 8 * 64 + k % 8 in the rows of A and of Bᵀ.
+        let k = self.def(&format!("add i32 {k0}, {kk}"));
         let chunk = self.def(&format!("lshr i32 {k}, 3"));
-        let chunk64 = self.def(&format!("shl i32 {chunk}, 6"));
         let within = self.def(&format!("and i32 {k}, 7"));
-        let a_k = self.def(&format!("add i32 {chunk64}, {within}"));
-        let b_k = self.def(&format!("add i32 {a_k}, {q16}"));
+        // Element (row, k): row * 64 + ((k / 8) ^ (row % 8)) * 8 + k % 8.
+        let at = |s: &mut Self, row: &str, low: &str| -> String {
+            let base = s.def(&format!("shl i32 {row}, 6"));
+            let sw = s.def(&format!("xor i32 {chunk}, {low}"));
+            let sw = s.def(&format!("shl i32 {sw}, 3"));
+            let o = s.def(&format!("add i32 {base}, {sw}"));
+            s.def(&format!("add i32 {o}, {within}"))
+        };
         let load = |s: &mut Self, p: &str, at: &str| -> Result<String, String> {
             let at = s.def(&format!("zext i32 {at} to i64"));
             let addr = s.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
@@ -237,17 +234,18 @@ impl FnBuilder<'_> {
             s.scalar_cast(&v, elem, Scalar::F32)
         };
         let mut av = Vec::new();
-        for row in &a_rows {
-            let at = self.def(&format!("add i32 {row}, {a_k}"));
-            av.push(load(self, a, &at)?);
+        for h in 0..2u32 {
+            let row = self.def(&format!("add i32 {a_row0}, {}", 8 * h));
+            let o = at(self, &row, &g);
+            av.push(load(self, a, &o)?);
         }
         let mut out = sums.clone();
         for i in 0..16u32 {
-            let col_group = self.def(&format!("mul i32 {kc64}, {i}"));
-            let base = self.def(&format!("add i32 {col_group}, {b_k}"));
             for j in 0..2u32 {
-                let at = self.def(&format!("add i32 {base}, {}", 8 * j));
-                let bv = load(self, b, &at)?;
+                let low = self.def(&format!("add i32 {q2}, {j}"));
+                let row = self.def(&format!("add i32 {low}, {}", 8 * i));
+                let o = at(self, &row, &low);
+                let bv = load(self, b, &o)?;
                 for (h, a_h) in av.iter().enumerate() {
                     let slot = 4 * i + 2 * h as u32 + j;
                     let old = self.def(&format!("extractvalue {ACC} {sums}, {slot}"));
@@ -257,14 +255,15 @@ impl FnBuilder<'_> {
                 }
             }
         }
+        // The loop's next accumulator, under the name the phi above refers to.
         self.inst(&format!(
-            "{next_sums_slot} = select i1 true, {ACC} {out}, {ACC} {out}"
+            "{next_sums} = select i1 true, {ACC} {out}, {ACC} {out}"
         ));
-        self.inst(&format!("{next_k} = add i32 {k}, 1"));
-        let more = self.def(&format!("icmp ult i32 {next_k}, 16"));
+        self.inst(&format!("{next_kk} = add i32 {kk}, 1"));
+        let more = self.def(&format!("icmp ult i32 {next_kk}, 16"));
         self.cond_br(&more, &body, &done);
         self.start_block(&done);
-        Ok(next_sums_slot)
+        Ok(next_sums)
     }
 
     /// `wg_store(tile, ld, acc)` and `wg_store_peer(tile, ld, acc, peer)`: each thread's
