@@ -2,15 +2,19 @@
 //! f32 accumulate, f32 out), each warp computing a 16 x 16 tile, a 32 x 32 block (four
 //! accumulators) or a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`; or, four
 //! warps together, a 128 x 128 block staged through shared memory (`block_tile_128`), and
-//! the same two buffers deep with asynchronous copies (`pipelined_128`). Checked against
-//! an f64 host reference on sampled entries (relative to the sum of |products|, the bound
-//! of f32 accumulation), timed with device events, and reported in TFLOP/s.
+//! the same two buffers deep with asynchronous copies (`pipelined_128`); or two
+//! warpgroups, a 128 x 256 block with `wg_mma` (`wgmma` on Hopper) through four stages of
+//! dynamic shared memory (`warpgroup_256`, which takes B transposed: the example passes
+//! Bᵀ). Checked against an f64 host reference on sampled entries (relative to the sum of
+//! |products|, the bound of f32 accumulation), timed with device events, and reported in
+//! TFLOP/s.
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R] [--kernel NAME]
 //! ```
 //! With `--ranks R` (ranks as threads), GEMM + all-scatter instead: each rank computes its
-//! rows of C and `pipelined_128` stores every finished tile into every rank's C, timed
+//! rows of C and `pipelined_128` (or `warpgroup_256` with `--kernel warpgroup_256`) stores
+//! every finished tile into every rank's C, timed
 //! against the unfused GEMM followed by `iris::ccl::all_gather`. `--size` is M = N = K, a
 //! multiple of 128 (default 4096 on a GPU, 128 on the CPU, where the warp's matrix
 //! product is emulated exactly lane by lane); other sizes are refused (the kernels have

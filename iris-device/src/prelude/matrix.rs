@@ -24,6 +24,9 @@
 //! On NVIDIA a fragment load from block-shared memory whose rows start on 16-byte
 //! boundaries (tile address and `ld * size_of::<T>()` multiples of 16) is one `ldmatrix`;
 //! other loads read element by element.
+//!
+//! Four warps together (a warpgroup) can multiply larger tiles straight from shared
+//! memory: see the `warpgroup` operations (`wg_mma`: Hopper's `wgmma`).
 
 use super::{device_only, Symmetric};
 use core::marker::PhantomData;
