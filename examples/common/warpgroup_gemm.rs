@@ -1,0 +1,123 @@
+//! The Hopper GEMM kernel of `examples/gemm.rs` (`warpgroup_256`), in its own file so
+//! that tests/matrix.rs checks the same code on every backend.
+
+/// The Hopper kernel: warpgroup matrix operations (`wg_mma`), so this unit is compiled for
+/// `sm_90a` (where `wg_mma` is `wgmma`); other targets compute the same products without
+/// the matrix units (see the prelude's `warpgroup` module).
+#[iris::kernels]
+pub mod warpgroup_kernels {
+    use iris::prelude::*;
+
+    /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
+    /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
+    /// (192 KiB: dynamic shared memory, which the runtime asks for) filled two steps
+    /// ahead. Each step is a batch of eight `wg_mma` per warpgroup, issued while the
+    /// previous step's batch still runs (`wg_wait(.., 1)`). `n` a multiple of 256. Rows
+    /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on (as
+    /// `block_tile_128`'s).
+    #[kernel(instances(T = [bf16]))]
+    pub fn warpgroup_256<T: MmaElement>(
+        a: *const T,
+        bt: *const T,
+        c: Symmetric<f32>,
+        n: u32,
+        k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
+        let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
+        let blocks_n = n / 256;
+        let (br, bc) = (
+            (block_idx_x() / blocks_n) * 128,
+            (block_idx_x() % blocks_n) * 256,
+        );
+        let group = thread_idx_x() / 128;
+        let mut left = wg_zero();
+        let mut right = wg_zero();
+        let steps = k / 64;
+        // One commit group per step (empty past the end): at the top of step s, "step s
+        // landed" is "at most one group pending".
+        for first in 0..2 {
+            let first = first as u32;
+            if first < steps {
+                stage_wide(a, bt, sa, sb, first, br, bc, k, first * 64);
+            }
+            copy_async_commit();
+        }
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(1);
+            // Step s's tiles are in, and every warpgroup's batch of step s - 2 finished
+            // (each waited for it before this barrier): its buffer takes step s + 2.
+            sync_threads();
+            if s + 2 < steps {
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, k, (s + 2) * 64);
+            }
+            copy_async_commit();
+            let cur = s % 4;
+            // This warpgroup's 64 rows of A (64 elements each); Bᵀ's rows 128.. for the
+            // right accumulator.
+            let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
+            let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            let tb_right = unsafe { tb.add(8192) };
+            for kk in 0..4 {
+                let kk = kk as u32;
+                left = wg_mma(ta, tb, kk, left);
+                right = wg_mma(ta, tb_right, kk, right);
+            }
+            wg_commit();
+            // The batch of step s - 1 finished; this one may still run.
+            left = wg_wait(left, 1);
+            right = wg_wait(right, 1);
+            s += 1;
+        }
+        left = wg_wait(left, 0);
+        right = wg_wait(right, 0);
+        let at = ((row0 + br + group * 64) * n + bc) as usize;
+        for p in 0..peers {
+            let peer = (me + p) % world;
+            wg_store_peer(c.add(at), n, left, peer);
+            wg_store_peer(c.add(at + 128), n, right, peer);
+        }
+    }
+
+    /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
+    /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
+    /// warpgroup tile layout: chunk `c` of row `r` at element `r * 64 + (c ^ (r % 8)) * 8`.
+    /// Eight consecutive threads copy one row (128 contiguous bytes, one shared line).
+    fn stage_wide<T: MmaElement>(
+        a: *const T,
+        bt: *const T,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        br: u32,
+        bc: u32,
+        k: u32,
+        k0: u32,
+    ) {
+        let mut chunk = thread_idx_x();
+        while chunk < 3072 {
+            // Chunks 0..1024 are A's, the rest Bᵀ's.
+            let (row, c) = ((chunk % 1024) / 8, chunk % 8);
+            let at = row * 64 + (c ^ (row % 8)) * 8;
+            if chunk < 1024 {
+                copy_async(
+                    unsafe { sa.add((buf * 8192 + at) as usize) } as *mut [T; 8],
+                    unsafe { a.add(((br + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            } else {
+                let row = (chunk - 1024) / 8;
+                let at = row * 64 + (c ^ (row % 8)) * 8;
+                copy_async(
+                    unsafe { sb.add((buf * 16384 + at) as usize) } as *mut [T; 8],
+                    unsafe { bt.add(((bc + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
+                );
+            }
+            chunk += block_dim_x();
+        }
+    }
+}
