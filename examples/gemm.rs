@@ -569,6 +569,12 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         if only.as_deref().is_some_and(|o| o != variant) {
             continue;
         }
+        if variant == "warpgroup_256" && iris.backend_kind() == BackendKind::Hip {
+            println!(
+                "{variant:<14} skipped: it takes 192 KiB of shared memory per block; AMD GPUs give a block at most 160 KiB"
+            );
+            continue;
+        }
         if variant == "warpgroup_256" && n % 256 != 0 {
             println!("{variant:<14} skipped: N = {n} is not a multiple of 256");
             continue;
@@ -664,7 +670,15 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         };
         c.copy_from_slice(&vec![f32::NAN; m * n])?;
         cs.copy_from_slice(&vec![f32::NAN; m * n])?;
-        run()?;
+        match run() {
+            // 192 KiB of shared memory per block: more than AMD GPUs and pre-Hopper
+            // NVIDIA GPUs give a block, which the runtime reports when it loads the kernel.
+            Err(err @ iris::Error::ModuleLoad { .. }) if variant == "warpgroup_256" => {
+                println!("{variant:<14} skipped: {err}");
+                continue;
+            }
+            other => other?,
+        }
         // The block kernels write the symmetric C, the warp kernels the plain one.
         let got = if variant.ends_with("_128") || variant.starts_with("warpgroup") {
             cs.to_vec()?
