@@ -713,6 +713,12 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
     let b: Vec<f32> = (0..k * n).map(|i| small(i, 14)).collect();
     let want = host_gemm(&a, &b, m, n, k);
     for backend in backends() {
+        if backend == iris::BackendKind::Hip {
+            eprintln!(
+                "hip: SKIPPED: the kernel takes 192 KiB of shared memory per block; AMD GPUs give a block at most 160 KiB"
+            );
+            continue;
+        }
         World::threads(1)
             .backend(backend)
             .run(|iris| {
@@ -726,7 +732,7 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
                 let c = iris.symmetric_zeros::<f32>(m * n)?;
                 c.copy_from_slice(&vec![f32::NAN; m * n])?;
                 let blocks = (m / 128 * (n / 256)) as u32;
-                warpgroup_wide::warpgroup_256::launch(
+                let launched = warpgroup_wide::warpgroup_256::launch(
                     iris,
                     (blocks, 256),
                     &da,
@@ -738,7 +744,16 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
                     0,
                     1,
                     1,
-                )?;
+                );
+                // NVIDIA GPUs before Hopper give a block less than 192 KiB: the module
+                // load says so, naming the kernel.
+                if let Err(err @ iris::Error::ModuleLoad { .. }) = &launched {
+                    if err.to_string().contains("more than the device allows") {
+                        eprintln!("{backend}: SKIPPED: {err}");
+                        return Ok(());
+                    }
+                }
+                launched?;
                 assert_eq!(c.to_vec()?, want);
                 Ok(())
             })
