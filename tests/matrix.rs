@@ -311,10 +311,8 @@ fn tiled_gemm_with_mma_matches_the_host_exactly() {
         World::threads(1)
             .backend(backend)
             .run(|iris| {
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_bf16(&a))?;
+                let db = iris.from_slice(&as_bf16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 gemm::tiles::launch(
                     iris,
@@ -327,10 +325,8 @@ fn tiled_gemm_with_mma_matches_the_host_exactly() {
                     k as u32,
                 )?;
                 assert_eq!(c.to_vec()?, want, "bf16");
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_f16(&a))?;
+                let db = iris.from_slice(&as_f16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 gemm::tiles::launch::<f16>(
                     iris,
@@ -385,13 +381,8 @@ fn gemm_all_scatter_fills_every_rank_s_c() {
                 .heap_bytes(1 << 20)
                 .run(|iris| {
                     let me = iris.rank();
-                    let mine: Vec<bf16> = a[me * m * k..(me + 1) * m * k]
-                        .iter()
-                        .map(|&x| bf16::from_f32(x))
-                        .collect();
-                    let da = iris.from_slice(&mine)?;
-                    let db =
-                        iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                    let da = iris.from_slice(&as_bf16(&a[me * m * k..(me + 1) * m * k]))?;
+                    let db = iris.from_slice(&as_bf16(&b))?;
                     let c = iris.symmetric_full::<f32>(world * m * n, f32::NAN)?;
                     let tiles = (m / 16 * (n / 16)) as u32;
                     gemm::all_scatter::launch(
@@ -418,10 +409,20 @@ fn gemm_all_scatter_fills_every_rank_s_c() {
     }
 }
 
+/// `x` rounded to bf16 (exactly, for the small integers of these tests).
+fn as_bf16(x: &[f32]) -> Vec<bf16> {
+    x.iter().map(|&v| bf16::from_f32(v)).collect()
+}
+
+/// `x` rounded to f16 (exactly, for the small integers of these tests).
+fn as_f16(x: &[f32]) -> Vec<f16> {
+    x.iter().map(|&v| f16::from_f32(v)).collect()
+}
+
 /// `world * rows` x `cols` of small integers, as bf16, and the same values as f32.
 fn small_bf16(len: usize, seed: usize) -> (Vec<f32>, Vec<bf16>) {
     let f: Vec<f32> = (0..len).map(|i| small(i, seed)).collect();
-    let h = f.iter().map(|&x| bf16::from_f32(x)).collect();
+    let h = as_bf16(&f);
     (f, h)
 }
 
@@ -605,17 +606,13 @@ fn pipelined_gemm_with_async_copies_matches_the_host_exactly() {
         World::threads(1)
             .backend(backend)
             .run(|iris| {
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_bf16(&a))?;
+                let db = iris.from_slice(&as_bf16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 gemm::pipelined::launch(iris, (blocks, threads), &da, &db, &c, n as u32, k as u32)?;
                 assert_eq!(c.to_vec()?, want, "bf16");
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_f16(&a))?;
+                let db = iris.from_slice(&as_f16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 gemm::pipelined::launch::<f16>(
                     iris,
@@ -686,17 +683,13 @@ fn warpgroup_gemm_matches_the_host_exactly() {
         World::threads(1)
             .backend(backend)
             .run(|iris| {
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_bf16(&a))?;
+                let db = iris.from_slice(&as_bf16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 warpgroup::gemm_128::launch(iris, (1, 256), &da, &db, &c, k as u32)?;
                 assert_eq!(c.to_vec()?, want, "bf16");
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
-                let db =
-                    iris.from_slice(&b.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_f16(&a))?;
+                let db = iris.from_slice(&as_f16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 warpgroup::gemm_128::launch::<f16>(iris, (1, 256), &da, &db, &c, k as u32)?;
                 assert_eq!(c.to_vec()?, want, "f16");
@@ -722,8 +715,7 @@ fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
         World::threads(1)
             .backend(backend)
             .run(|iris| {
-                let da =
-                    iris.from_slice(&a.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>())?;
+                let da = iris.from_slice(&as_bf16(&a))?;
                 // The kernel takes Bᵀ (N x K).
                 let bt: Vec<bf16> = (0..n * k)
                     .map(|i| bf16::from_f32(b[(i % k) * n + i / k]))

@@ -185,15 +185,16 @@ fn child() {
 }
 
 fn run_job(backend: iris::BackendKind, role: &str, world: usize) -> Vec<(bool, String)> {
-    run_job_with(backend, role, world, &[])
+    run_job_with(backend, role, world, |_| Vec::new())
 }
 
-/// `run_job` with more environment for every rank.
+/// `run_job` with more environment for each rank (`env(rank)`, which may override the
+/// launcher's variables).
 fn run_job_with(
     backend: iris::BackendKind,
     role: &str,
     world: usize,
-    env: &[(&str, String)],
+    env: impl Fn(usize) -> Vec<(&'static str, String)>,
 ) -> Vec<(bool, String)> {
     let exe = std::env::current_exe().expect("current_exe");
     let job = format!("e2e-{}-{role}-{world}-{}", std::process::id(), backend);
@@ -209,7 +210,7 @@ fn run_job_with(
                 .env("IRIS_LOCAL_RANK", rank.to_string())
                 .env("IRIS_LOCAL_WORLD_SIZE", world.to_string())
                 .env("IRIS_JOB_ID", &job)
-                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+                .envs(env(rank))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -328,43 +329,19 @@ fn shmem_provider_at_2_4_8_processes() {
 /// rank with the heap provider, which cannot reach another node, naming the provider to use.
 #[test]
 fn ccl_refuses_a_world_across_nodes_without_shmem() {
-    let exe = std::env::current_exe().expect("current_exe");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let children: Vec<_> = (0..2usize)
-        .map(|rank| {
-            Command::new(&exe)
-                .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-                .env(ROLE, "ccl_across_nodes")
-                .env("IRIS_BACKEND", "cpu")
-                .env("IRIS_TIMEOUT", "20")
-                .env("RANK", rank.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_RANK", "0")
-                .env("LOCAL_WORLD_SIZE", "1")
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("IRIS_MASTER_PORT", port.to_string())
-                .env("IRIS_HOSTNAME", format!("node-{rank}"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn rank")
-        })
-        .collect();
-    for (rank, child) in children.into_iter().enumerate() {
-        let o = child.wait_with_output().expect("wait");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert!(
-            o.status.success() && text.contains("E2E-OK") && text.contains("refused"),
-            "rank {rank}:\n{text}"
-        );
+    let network = network_rendezvous();
+    let ranks = run_job_with(iris::BackendKind::Cpu, "ccl_across_nodes", 2, |rank| {
+        let mut env = network.clone();
+        // One rank per "node": each is alone on its host.
+        env.extend([
+            ("IRIS_LOCAL_RANK", "0".to_string()),
+            ("IRIS_LOCAL_WORLD_SIZE", "1".to_string()),
+            ("IRIS_HOSTNAME", format!("node-{rank}")),
+        ]);
+        env
+    });
+    for (rank, (ok, text)) in ranks.iter().enumerate() {
+        assert!(*ok && text.contains("refused"), "rank {rank}:\n{text}");
     }
 }
 
@@ -393,7 +370,8 @@ fn heap_and_shmem_over_the_network_rendezvous() {
     for backend in backends() {
         for world in [2usize, 4] {
             for role in ["heap", "shmem"] {
-                let ranks = run_job_with(backend, role, world, &network_rendezvous());
+                let network = network_rendezvous();
+                let ranks = run_job_with(backend, role, world, |_| network.clone());
                 if ranks.iter().all(|(ok, _)| *ok) {
                     eprintln!("{backend} {role} at {world} processes over TCP: correct");
                     continue;

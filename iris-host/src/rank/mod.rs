@@ -156,7 +156,7 @@ impl RankCore {
     pub(crate) fn refuse_while_capturing(&self, what: &'static str) -> Result<()> {
         if self.stream().is_capturing()? {
             return Err(Error::Unsupported {
-                backend: self.device().info().backend,
+                backend: self.device_info().backend,
                 what,
             });
         }

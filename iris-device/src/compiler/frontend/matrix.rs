@@ -4,6 +4,7 @@
 use super::super::kernel_ir::{Expr, ExprKind, Fragment, FragmentRole, Intrinsic, Scalar, Type};
 use super::super::CompileError;
 use super::builder::FnBuilder;
+use super::operands::Operands;
 use proc_macro2::Span;
 
 impl FnBuilder<'_> {
@@ -23,22 +24,13 @@ impl FnBuilder<'_> {
             "mma" | "mma_store" => 3,
             _ => 4,
         };
-        if args.len() != want {
-            return Err(CompileError::new(
-                span,
-                format!("`{name}` takes {want} argument(s), {} given", args.len()),
-            ));
-        }
+        let mut args = Operands::new(name, args, want, span)?;
         let u32t = Type::Scalar(Scalar::U32);
         let acc_ty = Type::Fragment(Fragment {
             role: FragmentRole::Acc,
             elem: Scalar::F32,
         });
-        let mut args = args.into_iter().map(Box::new);
-        let mut next = || {
-            args.next()
-                .ok_or_else(|| CompileError::new(span, "missing argument"))
-        };
+        let mut next = || args.next();
         let (op, ty) = match name {
             "mma_load_a" | "mma_load_b" => {
                 let tile = next()?;
@@ -102,20 +94,11 @@ impl FnBuilder<'_> {
             _ => {
                 let (tile, ld, acc) = (next()?, next()?, next()?);
                 let peer = if name == "mma_store_peer" || name == "mma_add_peer" {
-                    let peer = next()?;
-                    self.expect(&peer, &u32t)?;
-                    self.expect(&tile, &Type::Symmetric(Box::new(Type::Scalar(Scalar::F32))))?;
-                    Some(peer)
+                    Some(next()?)
                 } else {
-                    self.expect(
-                        &tile,
-                        &Type::Ptr {
-                            pointee: Box::new(Type::Scalar(Scalar::F32)),
-                            mutable: true,
-                        },
-                    )?;
                     None
                 };
+                self.expect_store_tile(&tile, peer.as_deref())?;
                 self.expect(&ld, &u32t)?;
                 self.expect(&acc, &acc_ty)?;
                 (
@@ -134,7 +117,32 @@ impl FnBuilder<'_> {
     }
 }
 
-fn not_mma_element(span: Span, ty: &Type) -> CompileError {
+impl FnBuilder<'_> {
+    /// The tile an accumulator is stored into: a `Symmetric<f32>` with a `u32` peer, or
+    /// a `*mut f32`.
+    pub(super) fn expect_store_tile(
+        &mut self,
+        tile: &Expr,
+        peer: Option<&Expr>,
+    ) -> Result<(), CompileError> {
+        let f32t = Box::new(Type::Scalar(Scalar::F32));
+        match peer {
+            Some(peer) => {
+                self.expect(peer, &Type::Scalar(Scalar::U32))?;
+                self.expect(tile, &Type::Symmetric(f32t))
+            }
+            None => self.expect(
+                tile,
+                &Type::Ptr {
+                    pointee: f32t,
+                    mutable: true,
+                },
+            ),
+        }
+    }
+}
+
+pub(super) fn not_mma_element(span: Span, ty: &Type) -> CompileError {
     CompileError::new(
         span,
         format!("the matrix units multiply `bf16` or `f16` tiles, not `{ty}`"),

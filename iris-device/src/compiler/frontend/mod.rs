@@ -19,6 +19,7 @@ mod infer;
 mod matrix;
 mod memory;
 mod methods;
+mod operands;
 mod registry;
 mod resolve;
 mod time;

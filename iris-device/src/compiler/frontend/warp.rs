@@ -5,6 +5,7 @@ use super::super::kernel_ir::{
 };
 use super::super::CompileError;
 use super::builder::FnBuilder;
+use super::operands::Operands;
 use proc_macro2::Span;
 
 impl FnBuilder<'_> {
@@ -21,19 +22,9 @@ impl FnBuilder<'_> {
             | "warp_reduce_max" => 1,
             _ => 2,
         };
-        if args.len() != want {
-            return Err(CompileError::new(
-                span,
-                format!("`{name}` takes {want} argument(s), {} given", args.len()),
-            ));
-        }
+        let mut args = Operands::new(name, args, want, span)?;
         let u32t = Type::Scalar(Scalar::U32);
-        let mut args = args.into_iter();
-        let mut next = || {
-            args.next()
-                .map(Box::new)
-                .ok_or_else(|| CompileError::new(span, "missing argument"))
-        };
+        let mut next = || args.next();
         let (op, ty) = match name {
             "lane_id" => (Intrinsic::LaneId, u32t),
             "warp_size" => (Intrinsic::WarpSize, u32t),

@@ -4,6 +4,8 @@
 use super::super::kernel_ir::{Expr, ExprKind, Fragment, FragmentRole, Intrinsic, Scalar, Type};
 use super::super::CompileError;
 use super::builder::FnBuilder;
+use super::matrix::not_mma_element;
+use super::operands::Operands;
 use proc_macro2::Span;
 
 impl FnBuilder<'_> {
@@ -18,25 +20,15 @@ impl FnBuilder<'_> {
             "wg_zero" | "wg_commit" => 0,
             "wg_wait" => 2,
             "wg_store" => 3,
-            "wg_store_peer" => 4,
             _ => 4,
         };
-        if args.len() != want {
-            return Err(CompileError::new(
-                span,
-                format!("`{name}` takes {want} argument(s), {} given", args.len()),
-            ));
-        }
+        let mut args = Operands::new(name, args, want, span)?;
         let u32t = Type::Scalar(Scalar::U32);
         let acc_ty = Type::Fragment(Fragment {
             role: FragmentRole::WgAcc,
             elem: Scalar::F32,
         });
-        let mut args = args.into_iter().map(Box::new);
-        let mut next = || {
-            args.next()
-                .ok_or_else(|| CompileError::new(span, "missing argument"))
-        };
+        let mut next = || args.next();
         let (op, ty) = match name {
             "wg_zero" => (Intrinsic::WgZero, acc_ty),
             "wg_commit" => (Intrinsic::WgCommit, Type::Unit),
@@ -57,20 +49,11 @@ impl FnBuilder<'_> {
             "wg_store" | "wg_store_peer" => {
                 let (tile, ld, acc) = (next()?, next()?, next()?);
                 let peer = if name == "wg_store_peer" {
-                    let peer = next()?;
-                    self.expect(&peer, &u32t)?;
-                    self.expect(&tile, &Type::Symmetric(Box::new(Type::Scalar(Scalar::F32))))?;
-                    Some(peer)
+                    Some(next()?)
                 } else {
-                    self.expect(
-                        &tile,
-                        &Type::Ptr {
-                            pointee: Box::new(Type::Scalar(Scalar::F32)),
-                            mutable: true,
-                        },
-                    )?;
                     None
                 };
+                self.expect_store_tile(&tile, peer.as_deref())?;
                 self.expect(&ld, &u32t)?;
                 self.expect(&acc, &acc_ty)?;
                 (
@@ -123,10 +106,7 @@ impl FnBuilder<'_> {
         match self.infer.shallow(&ptr.ty) {
             Type::Ptr { pointee, .. } => match *pointee {
                 Type::Scalar(s @ (Scalar::BF16 | Scalar::F16)) => Ok(s),
-                other => Err(CompileError::new(
-                    ptr.span,
-                    format!("the matrix units multiply `bf16` or `f16` tiles, not `{other}`"),
-                )),
+                other => Err(not_mma_element(ptr.span, &other)),
             },
             other => Err(CompileError::new(
                 ptr.span,

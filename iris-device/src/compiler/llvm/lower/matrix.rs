@@ -286,13 +286,7 @@ impl FnBuilder<'_> {
         let t = self.expr(tile)?;
         let ld = self.expr(ld)?;
         let c = self.expr(acc)?;
-        let (base, pty) = match peer {
-            Some(peer) => {
-                let p = self.expr(peer)?;
-                (self.translate(&t, &p)?, self.arch().gptr().to_string())
-            }
-            None => (t, "ptr".to_string()),
-        };
+        let (base, pty) = self.store_base(t, peer)?;
         let layout = self.layout(FragmentRole::Acc, &ld)?;
         let n = layout.offsets.len();
         for (i, &off) in layout.offsets.iter().enumerate() {
@@ -314,6 +308,22 @@ impl FnBuilder<'_> {
             }
         }
         Ok(String::new())
+    }
+
+    /// Where an accumulator store writes: the tile `t` itself (a generic pointer), or its
+    /// copy on `peer` (translated once, a global pointer); with the pointer's LLVM type.
+    pub(super) fn store_base(
+        &mut self,
+        t: String,
+        peer: Option<&Expr>,
+    ) -> Result<(String, String), String> {
+        Ok(match peer {
+            Some(peer) => {
+                let who = self.expr(peer)?;
+                (self.translate(&t, &who)?, self.arch().gptr().to_string())
+            }
+            None => (t, "ptr".to_string()),
+        })
     }
 
     /// `mma(a, b, acc)`.

@@ -113,8 +113,27 @@ impl FnBuilder<'_> {
             2 * n,
             2 * n + 1
         );
+        let extra = [
+            format!("i64 {da}"),
+            format!("i64 {db}"),
+            "i32 1".to_string(),
+        ];
+        self.tied_asm(&text, acc, "l,l,r,", &extra)
+    }
+
+    /// Inline assembly that reads and rewrites the 64 accumulator registers of `acc`
+    /// (operands `$0..$63`, tied), with `extra` operands after them (`extra_constraints`,
+    /// each followed by a comma); the result rebuilt as an accumulator.
+    fn tied_asm(
+        &mut self,
+        text: &str,
+        acc: &str,
+        extra_constraints: &str,
+        extra: &[String],
+    ) -> Result<String, String> {
+        let n = ACC_LEN as usize;
         let constraints = format!(
-            "{},{},l,l,r,~{{memory}}",
+            "{},{},{extra_constraints}~{{memory}}",
             vec!["=f"; n].join(","),
             (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
         );
@@ -124,20 +143,8 @@ impl FnBuilder<'_> {
                 format!("float {v}")
             })
             .collect();
-        args.push(format!("i64 {da}"));
-        args.push(format!("i64 {db}"));
-        args.push("i32 1".to_string());
-        self.tied_asm(&text, &constraints, &args)
-    }
-
-    /// Inline assembly returning the 64 accumulator registers, rebuilt as an array.
-    fn tied_asm(
-        &mut self,
-        text: &str,
-        constraints: &str,
-        args: &[String],
-    ) -> Result<String, String> {
-        let ret = format!("{{ {} }}", vec!["float"; ACC_LEN as usize].join(", "));
+        args.extend_from_slice(extra);
+        let ret = format!("{{ {} }}", vec!["float"; n].join(", "));
         let r = self.def(&format!(
             "call {ret} asm sideeffect \"{text}\", \"{constraints}\"({})",
             args.join(", ")
@@ -166,22 +173,11 @@ impl FnBuilder<'_> {
         if self.arch().target != Target::Sm90a {
             return Ok(acc);
         }
-        let n = ACC_LEN as usize;
-        let constraints = format!(
-            "{},{},~{{memory}}",
-            vec!["=f"; n].join(","),
-            (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
-        );
-        let args: Vec<String> = (0..n)
-            .map(|i| {
-                let v = self.def(&format!("extractvalue {ACC} {acc}, {i}"));
-                format!("float {v}")
-            })
-            .collect();
         self.tied_asm(
             &format!("wgmma.wait_group.sync.aligned {pending};"),
-            &constraints,
-            &args,
+            &acc,
+            "",
+            &[],
         )
     }
 
@@ -279,13 +275,7 @@ impl FnBuilder<'_> {
         let t = self.expr(tile)?;
         let ld = self.expr(ld)?;
         let acc = self.expr(acc)?;
-        let (p, pty) = match peer {
-            Some(peer) => {
-                let who = self.expr(peer)?;
-                (self.translate(&t, &who)?, self.arch().gptr().to_string())
-            }
-            None => (t, "ptr".to_string()),
-        };
+        let (p, pty) = self.store_base(t, peer)?;
         let Place { w, g, q } = self.wg_place()?;
         let w16 = self.def(&format!("shl i32 {w}, 4"));
         let row0 = self.def(&format!("add i32 {w16}, {g}"));
