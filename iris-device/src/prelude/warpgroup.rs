@@ -102,7 +102,8 @@ pub fn wg_wait(acc: WgAcc, pending: u32) -> WgAcc {
 }
 
 /// Stores the accumulator into the 64 x 128 `f32` tile at `tile` (row-major, `ld`
-/// elements between rows).
+/// elements between rows). With `tile` 8-byte aligned and `ld` even, each thread's pairs
+/// of adjacent columns are written with one 8-byte store each.
 #[inline(always)]
 pub fn wg_store(tile: *mut f32, ld: u32, acc: WgAcc) {
     let _ = (tile, ld, acc);

@@ -257,6 +257,9 @@ pub fn warpgroup<T: MmaElement>(a: *const T, bt: *const T, c: *mut f32) {
     acc = wg_mma(ta, sb as *const T, 1, acc);
     wg_commit();
     acc = wg_wait(acc, 0);
+    acc = wg_mma(ta, sb as *const T, 2, acc);
+    wg_commit();
+    acc = wg_wait(acc, 0);
     wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
 }
 "#;
@@ -286,8 +289,27 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
                         let want = format!("wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty}");
                         assert_eq!(
                             body.matches(&want).count(),
+                            3,
+                            "{name} {ty}: three `{want}`\n{body}"
+                        );
+                        // One fence before the run of two (the second's accumulator
+                        // comes straight from the first), one after the wait.
+                        assert_eq!(
+                            body.matches("wgmma.fence.sync.aligned").count(),
                             2,
-                            "{name} {ty}: two `{want}`\n{body}"
+                            "{name} {ty}: two fences\n{body}"
+                        );
+                        // Accumulator pairs as one 8-byte store where the tile is
+                        // aligned, single ones where it may not be.
+                        assert_eq!(
+                            body.matches("st.global.v2.b32").count(),
+                            32,
+                            "{name} {ty}: 32 paired stores\n{body}"
+                        );
+                        assert_eq!(
+                            body.matches("st.global.b32").count(),
+                            64,
+                            "{name} {ty}: 64 single stores\n{body}"
                         );
                         for want in [
                             "wgmma.fence.sync.aligned",

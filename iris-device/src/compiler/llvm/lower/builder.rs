@@ -49,6 +49,9 @@ pub(super) struct FnBuilder<'a> {
     next_label: usize,
     cur_label: String,
     terminated: bool,
+    /// Where the last `wgmma` ended (its block and the body's length then), while nothing
+    /// since can have touched a warpgroup's registers: the next `wgmma` needs no fence.
+    wgmma_end: Option<(String, usize)>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -68,6 +71,7 @@ impl<'a> FnBuilder<'a> {
             next_label: 0,
             cur_label: "entry".to_string(),
             terminated: false,
+            wgmma_end: None,
         }
     }
 
@@ -152,6 +156,32 @@ impl<'a> FnBuilder<'a> {
         self.terminate(&format!(
             "br i1 {cond}, label %{then_label}, label %{else_label}"
         ));
+    }
+
+    /// Notes that a `wgmma` was just emitted.
+    pub fn mark_wgmma_end(&mut self) {
+        self.wgmma_end = Some((self.cur_label.clone(), self.body.len()));
+    }
+
+    /// Forgets the last `wgmma`: the next one fences.
+    pub fn clear_wgmma_end(&mut self) {
+        self.wgmma_end = None;
+    }
+
+    /// Whether the last instruction with an effect in this block was a `wgmma`: only
+    /// computations were emitted since (the next one's operands, local variables'
+    /// loads and stores), no call or inline assembly, and no other block was entered. An
+    /// accumulator's registers can only be written outside `wgmma` by a call (a function
+    /// returning one, `wg_wait`'s assembly), by `wg_zero` (which clears the mark), or on
+    /// entering a block (a loop's or a branch's merge).
+    pub fn follows_wgmma(&self) -> bool {
+        self.wgmma_end.as_ref().is_some_and(|(label, at)| {
+            *label == self.cur_label
+                && !self.terminated
+                && !self.body[*at..]
+                    .lines()
+                    .any(|l| l.contains("call ") || l.contains("asm "))
+        })
     }
 
     /// Starts block `label`, falling through to it from a block that has not ended.

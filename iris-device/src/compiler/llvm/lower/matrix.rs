@@ -61,7 +61,11 @@ impl FnBuilder<'_> {
                 acc,
                 peer,
             } => self.mma_store(tile, ld, acc, peer.as_deref(), *add),
-            Intrinsic::WgZero => Ok(self.mma_zero()),
+            Intrinsic::WgZero => {
+                // Its registers are written outside `wgmma`: the next one fences.
+                self.clear_wgmma_end();
+                Ok(self.mma_zero())
+            }
             Intrinsic::WgMma {
                 elem,
                 a,

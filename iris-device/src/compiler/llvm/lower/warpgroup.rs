@@ -12,15 +12,18 @@
 //! tile starts on a 1024-byte boundary (GPU shared arrays are aligned so).
 //!
 //! - NVIDIA on `sm_90a`: `wg_mma(a, b, kstep, acc)` is `wgmma.fence` (which orders the
-//!   warpgroup's earlier register and shared-memory accesses before it; tiles written
-//!   with `copy_async` and made visible by `copy_async_wait` and a barrier need no proxy
-//!   fence, as in CUTLASS's `cp.async` GMMA mainloop) and one
+//!   warpgroup's earlier register accesses before it; tiles written with `copy_async`
+//!   and made visible by `copy_async_wait` and a barrier need no proxy fence, as in
+//!   CUTLASS's `cp.async` GMMA mainloop) and one
 //!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
 //!   shared-memory descriptors: 128-byte swizzle, stride byte offset 1024 (between 8-row
 //!   groups), the start address moved by 32 bytes per k step (the hardware swizzles the
 //!   final address, so the tile must be 1024-byte aligned); neither transposed.
 //!   `wg_commit` is `wgmma.commit_group`; `wg_wait(acc, n)` is `wgmma.wait_group n`, with
-//!   the accumulator tied through it so nothing reads it earlier.
+//!   the accumulator tied through it so nothing reads it earlier. The fence is left out
+//!   of a `wg_mma` that directly follows another in the same block (nothing but address
+//!   arithmetic between them): accumulators passed from one `wgmma` to the next of the
+//!   same shape are ordered without it, and a run of them issues back to back.
 //! - Elsewhere (`sm_80`, `sm_90` PTX, AMD, the CPU): `wg_mma` computes each thread's 64
 //!   elements from shared memory in `f32`, in order `k = 16 kstep .. 16 kstep + 16`;
 //!   `wg_commit` is nothing and `wg_wait` returns its argument.
@@ -106,8 +109,16 @@ impl FnBuilder<'_> {
         let ty = if elem == Scalar::BF16 { "bf16" } else { "f16" };
         let n = ACC_LEN as usize;
         let regs: Vec<String> = (0..n).map(|i| format!("${i}")).collect();
+        // One fence before a run of `wgmma` in a block: those after the first touch no
+        // register in between (accumulators passed from one to the next of the same
+        // shape are ordered without one).
+        let fence = if self.follows_wgmma() {
+            ""
+        } else {
+            "wgmma.fence.sync.aligned; "
+        };
         let text = format!(
-            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
+            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; {fence}wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
             2 * n + 2,
             regs.join(", "),
             2 * n,
@@ -118,7 +129,9 @@ impl FnBuilder<'_> {
             format!("i64 {db}"),
             "i32 1".to_string(),
         ];
-        self.tied_asm(&text, acc, "l,l,r,", &extra)
+        let out = self.tied_asm(&text, acc, "l,l,r,", &extra)?;
+        self.mark_wgmma_end();
+        Ok(out)
     }
 
     /// Inline assembly that reads and rewrites the 64 accumulator registers of `acc`
@@ -263,8 +276,10 @@ impl FnBuilder<'_> {
     }
 
     /// `wg_store(tile, ld, acc)` and `wg_store_peer(tile, ld, acc, peer)`: each thread's
-    /// 64 elements, one store each (into `peer`'s copy: the tile's address translated
-    /// once).
+    /// 64 elements (into `peer`'s copy: the tile's address translated once). A thread's
+    /// elements come in pairs of adjacent columns (`8i + 2q`, `+ 1`): where the tile's
+    /// address is 8-byte aligned and `ld` even, each pair is one 8-byte store (32 stores
+    /// per thread, a warp's covering 32 contiguous bytes of 8 rows), else 64 single ones.
     pub(super) fn wg_store(
         &mut self,
         tile: &Expr,
@@ -281,23 +296,52 @@ impl FnBuilder<'_> {
         let row0 = self.def(&format!("add i32 {w16}, {g}"));
         let q2 = self.def(&format!("shl i32 {q}, 1"));
         let ld64 = self.def(&format!("zext i32 {ld} to i64"));
-        for h in 0..2u32 {
-            let row = self.def(&format!("add i32 {row0}, {}", 8 * h));
-            let row = self.def(&format!("zext i32 {row} to i64"));
-            let start = self.def(&format!("mul i64 {row}, {ld64}"));
-            for i in 0..16u32 {
-                for j in 0..2u32 {
-                    let col = self.def(&format!("add i32 {q2}, {}", 8 * i + j));
-                    let col = self.def(&format!("zext i32 {col} to i64"));
-                    let at = self.def(&format!("add i64 {start}, {col}"));
-                    let addr = self.def(&format!(
-                        "getelementptr inbounds float, {pty} {p}, i64 {at}"
-                    ));
-                    let v = self.def(&format!("extractvalue {ACC} {acc}, {}", 4 * i + 2 * h + j));
-                    self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+        let addr = self.def(&format!("ptrtoint {pty} {p} to i64"));
+        let low = self.def(&format!("and i64 {addr}, 7"));
+        let odd = self.def(&format!("and i32 {ld}, 1"));
+        let low = self.def(&format!("trunc i64 {low} to i32"));
+        let either = self.def(&format!("or i32 {low}, {odd}"));
+        let paired = self.def(&format!("icmp eq i32 {either}, 0"));
+        let (pairs, singles, done) = (
+            self.label("wg_pairs"),
+            self.label("wg_singles"),
+            self.label("wg_stored"),
+        );
+        self.cond_br(&paired, &pairs, &singles);
+        for (label, width) in [(&pairs, 2u32), (&singles, 1u32)] {
+            self.start_block(label);
+            for h in 0..2u32 {
+                let row = self.def(&format!("add i32 {row0}, {}", 8 * h));
+                let row = self.def(&format!("zext i32 {row} to i64"));
+                let start = self.def(&format!("mul i64 {row}, {ld64}"));
+                for i in 0..16u32 {
+                    for j in (0..2u32).step_by(width as usize) {
+                        let col = self.def(&format!("add i32 {q2}, {}", 8 * i + j));
+                        let col = self.def(&format!("zext i32 {col} to i64"));
+                        let at = self.def(&format!("add i64 {start}, {col}"));
+                        let addr = self.def(&format!(
+                            "getelementptr inbounds float, {pty} {p}, i64 {at}"
+                        ));
+                        let slot = 4 * i + 2 * h + j;
+                        let v = self.def(&format!("extractvalue {ACC} {acc}, {slot}"));
+                        if width == 2 {
+                            let v1 = self.def(&format!("extractvalue {ACC} {acc}, {}", slot + 1));
+                            let pair = self.def(&format!(
+                                "insertelement <2 x float> poison, float {v}, i32 0"
+                            ));
+                            let pair = self.def(&format!(
+                                "insertelement <2 x float> {pair}, float {v1}, i32 1"
+                            ));
+                            self.inst(&format!("store <2 x float> {pair}, {pty} {addr}, align 8"));
+                        } else {
+                            self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+                        }
+                    }
                 }
             }
+            self.jump(&done);
         }
+        self.start_block(&done);
         Ok(String::new())
     }
 }
