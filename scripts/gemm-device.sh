@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The matrix-unit numbers of docs/performance.md, on the GPU machine, in one call: the GEMM
-# example at each size, GEMM + all-scatter at each rank count, the torch references
+# example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
 # (benches/gemm_reference.py), and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, bundled as gemm.sm_90.s by:
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
@@ -20,7 +20,7 @@ for s in $sizes; do
     "$bundle/example-iris-gemm" --size "$s" --iters 5 2>&1 | tee -a "$log"
 done
 for r in $ranks; do
-    "$bundle/example-iris-gemm" --size 8192 --ranks "$r" --iters 5 2>&1 | tee -a "$log"
+    "$bundle/example-iris-gemm" --size 8192 --ranks "$r" --iters 5 --kernel warpgroup_256 2>&1 | tee -a "$log"
 done
 python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
 if command -v ptxas >/dev/null; then

@@ -701,7 +701,14 @@ fn warpgroup_gemm_matches_the_host_exactly() {
 
 #[test]
 fn wide_warpgroup_gemm_with_dynamic_shared_memory_matches_the_host_exactly() {
-    let (m, n, k) = (128usize, 512usize, 320usize);
+    // Two block columns; and ten block rows, so the blocks' order crosses from a group of
+    // eight block rows into a short one.
+    for (m, n, k) in [(128usize, 512usize, 320usize), (1280, 256, 128)] {
+        wide_warpgroup_gemm(m, n, k);
+    }
+}
+
+fn wide_warpgroup_gemm(m: usize, n: usize, k: usize) {
     let a: Vec<f32> = (0..m * k).map(|i| small(i, 13)).collect();
     let b: Vec<f32> = (0..k * n).map(|i| small(i, 14)).collect();
     let want = host_gemm(&a, &b, m, n, k);

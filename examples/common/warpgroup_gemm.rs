@@ -11,10 +11,13 @@ pub mod warpgroup_kernels {
     /// A 128 x 256 block of C per 256 threads (two warpgroups of 64 rows, each with two
     /// accumulators of 128 columns), k in steps of 64 through four shared buffers of 48 KiB
     /// (192 KiB: dynamic shared memory, which the runtime asks for) filled two steps
-    /// ahead. Each step is a batch of eight `wg_mma` per warpgroup, issued while the
-    /// previous step's batch still runs (`wg_wait(.., 1)`). `n` a multiple of 256. Rows
-    /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on (as
-    /// `block_tile_128`'s).
+    /// ahead. Each step issues a batch of eight `wg_mma` per warpgroup first, then the
+    /// copies two steps ahead, then waits for the previous step's batch (`wg_wait(.., 1)`),
+    /// so the matrix units, the copies and the next step's issue overlap. Blocks take
+    /// their tiles in groups of eight block rows (consecutive blocks share B's columns in
+    /// L2). Launch with 256 threads per block and `m / 128 * (n / 256)` blocks; `n` a
+    /// multiple of 256, `k` of 64. Rows `row0..` of C get the result, in the copies of
+    /// `peers` ranks from `me` on (as `block_tile_128`'s).
     #[kernel(instances(T = [bf16]))]
     pub fn warpgroup_256<T: MmaElement>(
         a: *const T,
@@ -28,12 +31,9 @@ pub mod warpgroup_kernels {
         world: u32,
     ) {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
-        let sb = shared_array::<T, 65536>(); // 4 buffers x 64 k x 256 columns
-        let blocks_n = n / 256;
-        let (br, bc) = (
-            (block_idx_x() / blocks_n) * 128,
-            (block_idx_x() % blocks_n) * 256,
-        );
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
+        let tile = block_tile(n);
+        let (br, bc) = (tile[0], tile[1]);
         let group = thread_idx_x() / 128;
         let mut left = wg_zero();
         let mut right = wg_zero();
@@ -53,10 +53,6 @@ pub mod warpgroup_kernels {
             // Step s's tiles are in, and every warpgroup's batch of step s - 2 finished
             // (each waited for it before this barrier): its buffer takes step s + 2.
             sync_threads();
-            if s + 2 < steps {
-                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, k, (s + 2) * 64);
-            }
-            copy_async_commit();
             let cur = s % 4;
             // This warpgroup's 64 rows of A (64 elements each); Bᵀ's rows 128.. for the
             // right accumulator.
@@ -69,6 +65,11 @@ pub mod warpgroup_kernels {
                 right = wg_mma(ta, tb_right, kk, right);
             }
             wg_commit();
+            // The copies two steps ahead go out while the matrix units run.
+            if s + 2 < steps {
+                stage_wide(a, bt, sa, sb, (s + 2) % 4, br, bc, k, (s + 2) * 64);
+            }
+            copy_async_commit();
             // The batch of step s - 1 finished; this one may still run.
             left = wg_wait(left, 1);
             right = wg_wait(right, 1);
@@ -84,10 +85,28 @@ pub mod warpgroup_kernels {
         }
     }
 
+    /// The first row and column of this block's 128 x 256 tile of C: blocks go through
+    /// the tiles in groups of eight block rows, down each column of a group before the
+    /// next, so the blocks running at once read a few of B's column blocks (kept in L2)
+    /// rather than all of them.
+    fn block_tile(n: u32) -> [u32; 2] {
+        let blocks_n = n / 256;
+        let blocks_m = grid_dim_x() / blocks_n;
+        let id = block_idx_x();
+        let per_group = 8 * blocks_n;
+        let first = (id / per_group) * 8;
+        let rows = min(blocks_m - first, 8u32);
+        let within = id % per_group;
+        [(first + within % rows) * 128, (within / rows) * 256]
+    }
+
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the
     /// 256 x 64 slice of Bᵀ at column `k0` of block row `bc` into buffer `buf`, in the
     /// warpgroup tile layout: chunk `c` of row `r` at element `r * 64 + (c ^ (r % 8)) * 8`.
-    /// Eight consecutive threads copy one row (128 contiguous bytes, one shared line).
+    /// Eight consecutive threads copy one row (128 contiguous bytes, one shared line);
+    /// the block's 256 threads copy 32 rows at a time, each thread the same chunk of
+    /// every 32nd row (so its offsets are computed once: the copies are most of the
+    /// instructions a step issues).
     fn stage_wide<T: MmaElement>(
         a: *const T,
         bt: *const T,
@@ -99,25 +118,27 @@ pub mod warpgroup_kernels {
         k: u32,
         k0: u32,
     ) {
-        let mut chunk = thread_idx_x();
-        while chunk < 3072 {
-            // Chunks 0..1024 are A's, the rest Bᵀ's.
-            let (row, c) = ((chunk % 1024) / 8, chunk % 8);
-            let at = row * 64 + (c ^ (row % 8)) * 8;
-            if chunk < 1024 {
-                copy_async(
-                    unsafe { sa.add((buf * 8192 + at) as usize) } as *mut [T; 8],
-                    unsafe { a.add(((br + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
-                );
-            } else {
-                let row = (chunk - 1024) / 8;
-                let at = row * 64 + (c ^ (row % 8)) * 8;
-                copy_async(
-                    unsafe { sb.add((buf * 16384 + at) as usize) } as *mut [T; 8],
-                    unsafe { bt.add(((bc + row) * k + k0 + c * 8) as usize) } as *const [T; 8],
-                );
-            }
-            chunk += block_dim_x();
+        let t = thread_idx_x();
+        let (row, c) = (t / 8, t % 8);
+        let at = row * 64 + (c ^ (row % 8)) * 8;
+        let from_a = unsafe { a.add(((br + row) * k + k0 + c * 8) as usize) };
+        let from_b = unsafe { bt.add(((bc + row) * k + k0 + c * 8) as usize) };
+        let to_a = unsafe { sa.add((buf * 8192 + at) as usize) };
+        let to_b = unsafe { sb.add((buf * 16384 + at) as usize) };
+        // Rows r and r + 32 have the same swizzle (r % 8): 32 rows on, 2048 elements.
+        for i in 0..4 {
+            let i = i as u32;
+            copy_async(
+                unsafe { to_a.add((i * 2048) as usize) } as *mut [T; 8],
+                unsafe { from_a.add((i * 32 * k) as usize) } as *const [T; 8],
+            );
+        }
+        for i in 0..8 {
+            let i = i as u32;
+            copy_async(
+                unsafe { to_b.add((i * 2048) as usize) } as *mut [T; 8],
+                unsafe { from_b.add((i * 32 * k) as usize) } as *const [T; 8],
+            );
         }
     }
 }
