@@ -7,7 +7,8 @@
 //! dynamic shared memory (`warpgroup_256`, which takes B transposed: the example passes
 //! Bᵀ). Checked against an f64 host reference on sampled entries (relative to the sum of
 //! |products|, the bound of f32 accumulation), timed with device events, and reported in
-//! TFLOP/s.
+//! TFLOP/s, with the ceiling of `mma` on the device measured in the same run
+//! (`mma_ceiling`: products of fragments held in registers, no memory traffic).
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R] [--kernel NAME]
@@ -207,6 +208,34 @@ mod kernels {
                 for p in 0..peers {
                     mma_store_peer(c.add(at), n, acc[i][j], (me + p) % world);
                 }
+            }
+        }
+    }
+
+    /// The ceiling of `mma` on this device: each warp multiplies the fragments it holds in
+    /// registers into 16 independent accumulators, `reps` times over, with no memory
+    /// traffic in the loop (the instruction's own rate, which no GEMM built on it can
+    /// pass), then stores them (distinct tiles, so none is optimized away): warp `w`'s at
+    /// `out + 4096 w`.
+    #[kernel(instances(T = [bf16]))]
+    pub fn mma_ceiling<T: MmaElement>(a: *const T, out: *mut f32, reps: u32) {
+        let fa = mma_load_a(a, 16);
+        let fb = mma_load_b(a, 16);
+        let mut acc = [[mma_zero(); 4]; 4];
+        let mut r = 0u32;
+        while r < reps {
+            for i in 0..4 {
+                for j in 0..4 {
+                    acc[i][j] = mma(fa, fb, acc[i][j]);
+                }
+            }
+            r += 1;
+        }
+        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+        for i in 0..4 {
+            for j in 0..4 {
+                let at = (warp * 4096 + (4 * i as u32 + j as u32) * 256) as usize;
+                mma_store(unsafe { out.add(at) }, 16, acc[i][j]);
             }
         }
     }
@@ -696,7 +725,39 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             if ok { "yes" } else { "NO" }
         );
     }
+    if only.is_none() || only.as_deref() == Some("mma_ceiling") {
+        mma_ceiling(iris, &da, iters)?;
+    }
     Ok(all_ok)
+}
+
+/// Times `mma_ceiling` (eight warps per block, eight blocks per multiprocessor) and prints
+/// its rate: the most the `mma` kernels above could reach on this device. Skipped on the
+/// CPU, whose `mma` is emulated lane by lane.
+fn mma_ceiling(iris: &Iris, a: &Buffer<bf16>, iters: usize) -> iris::Result<()> {
+    if iris.backend_kind() == BackendKind::Cpu {
+        println!(
+            "{:<14} skipped: the CPU emulates mma lane by lane",
+            "mma_ceiling"
+        );
+        return Ok(());
+    }
+    let warp = warp_lanes(iris);
+    let blocks = 8 * iris.device_info().multiprocessors.max(1);
+    let warps = (blocks * 8) as usize;
+    let out: Buffer<f32> = iris.zeros(warps * 4096)?;
+    let reps = 4096u32;
+    let run = || kernels::mma_ceiling::launch(iris, (blocks, 8 * warp), a, &out, reps);
+    run()?;
+    let ms = median_ms(iris, iters, run)?;
+    // 16 products of 16 x 16 x 16 per warp and repetition.
+    let flops = warps as f64 * f64::from(reps) * 16.0 * 2.0 * 4096.0;
+    println!(
+        "{:<14} {ms:>10.3} {:>9.1}         -  (ceiling: mma from registers, no memory)",
+        "mma_ceiling",
+        flops / (ms as f64 * 1e-3) / 1e12
+    );
+    Ok(())
 }
 
 /// 256 sampled entries (and the four corners) against an f64 reference: the error must

@@ -234,6 +234,39 @@ fn shared_memory_tiles_use_async_copies_and_matrix_loads() {
     }
 }
 
+/// Fragments of a shared array at offsets that are multiples of 16 bytes.
+const SHARED_FRAGMENTS: &str = r#"
+pub fn shared_fragments(a: *const bf16, c: *mut f32) {
+    let s = shared_array::<bf16, 1024>();
+    let t = thread_idx_x();
+    unsafe { *s.add(t as usize) = *a.add(t as usize) };
+    sync_threads();
+    let warp = thread_idx_x() / warp_size();
+    let fa = mma_load_a(unsafe { s.add((warp * 256) as usize) }, 16);
+    let fb = mma_load_b(unsafe { s.add(512) }, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
+"#;
+
+#[test]
+fn fragments_of_shared_arrays_need_no_alignment_fallback() {
+    let unit = unit_from_source("shared_fragments", SHARED_FRAGMENTS);
+    for target in [Target::Sm80, Target::Sm90] {
+        let ptx = ptx(&compile(&unit, target));
+        let name = target.name();
+        // Shared arrays are 1024-byte aligned and LLVM is told so: the 16-byte alignment
+        // `ldmatrix` needs is proven, so no element-by-element fallback is compiled.
+        assert_eq!(
+            ptx.matches("ldmatrix.sync.aligned").count(),
+            2,
+            "{name}\n{ptx}"
+        );
+        for unwanted in ["ld.shared.b16", "ld.shared.u16"] {
+            assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
+        }
+    }
+}
+
 /// Two warpgroups: each multiplies its 64 rows of a shared A (128 x 64) by a shared Bᵀ
 /// (128 x 64), the tiles written element by element in the swizzled warpgroup layout.
 const WARPGROUP: &str = r#"
