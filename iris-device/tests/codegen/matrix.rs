@@ -212,9 +212,11 @@ fn shared_memory_tiles_use_async_copies_and_matrix_loads() {
                 ] {
                     assert!(ptx.contains(want), "{name}: no `{want}`\n{ptx}");
                 }
-                // The pointers are known to be shared: no run-time address-space test
-                // (an alignment LLVM cannot prove keeps an element-by-element fallback).
-                for unwanted in ["isspacep", ".local"] {
+                // The fragments' addresses are proven shared and 16-byte aligned from the
+                // kernel's own expressions (a shared array, offsets that are multiples of
+                // 8 elements): `ldmatrix` alone, no run-time test, no element-by-element
+                // fallback.
+                for unwanted in ["isspacep", ".local", "ld.shared.b16", "ld.shared.u16"] {
                     assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
                 }
             }
@@ -246,6 +248,15 @@ pub fn shared_fragments(a: *const bf16, c: *mut f32) {
     let fb = mma_load_b(unsafe { s.add(512) }, 16);
     mma_store(c, 16, mma(fa, fb, mma_zero()));
 }
+pub fn unknown_offset(a: *const bf16, c: *mut f32, at: u32) {
+    let s = shared_array::<bf16, 1024>();
+    let t = thread_idx_x();
+    unsafe { *s.add(t as usize) = *a.add(t as usize) };
+    sync_threads();
+    let fa = mma_load_a(unsafe { s.add(at as usize) }, 16);
+    let fb = mma_load_b(unsafe { s.add(512) }, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
 "#;
 
 #[test]
@@ -254,16 +265,35 @@ fn fragments_of_shared_arrays_need_no_alignment_fallback() {
     for target in [Target::Sm80, Target::Sm90] {
         let ptx = ptx(&compile(&unit, target));
         let name = target.name();
-        // Shared arrays are 1024-byte aligned and LLVM is told so: the 16-byte alignment
-        // `ldmatrix` needs is proven, so no element-by-element fallback is compiled.
+        let entry = |n: &str| {
+            ptx.split(".entry ")
+                .find(|b| b.starts_with(n))
+                .unwrap_or_else(|| panic!("{name}: no entry {n}\n{ptx}"))
+                .to_string()
+        };
+        // The offsets are multiples of 8 elements from a shared array (1024-byte
+        // aligned): the alignment `ldmatrix` needs is proven, so no run-time test and no
+        // element-by-element fallback are compiled.
+        let proven = entry("shared_fragments");
         assert_eq!(
-            ptx.matches("ldmatrix.sync.aligned").count(),
+            proven.matches("ldmatrix.sync.aligned").count(),
             2,
-            "{name}\n{ptx}"
+            "{name}\n{proven}"
         );
-        for unwanted in ["ld.shared.b16", "ld.shared.u16"] {
-            assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
-        }
+        assert!(
+            !proven.contains("ld.shared.b16"),
+            "{name}: a fallback\n{proven}"
+        );
+        // An offset nothing proves aligned keeps the run-time test and the fallback.
+        let unknown = entry("unknown_offset");
+        assert!(
+            unknown.contains("ldmatrix.sync.aligned"),
+            "{name}\n{unknown}"
+        );
+        assert!(
+            unknown.contains("ld.shared.b16"),
+            "{name}: no fallback\n{unknown}"
+        );
     }
 }
 

@@ -167,10 +167,16 @@ impl FnBuilder<'_> {
         tile: &Expr,
         ld: &Expr,
     ) -> Result<String, String> {
+        let (tile_expr, ld_expr) = (tile, ld);
         let p = self.expr(tile)?;
         let ld = self.expr(ld)?;
         if self.arch().kind() != TargetKind::Nvptx || role == FragmentRole::Acc {
             return self.mma_load_elements(role, elem, &p, &ld);
+        }
+        // Proven from the kernel's own expressions: a shared tile, rows on 16-byte
+        // boundaries. Then `ldmatrix` alone, with no run-time test or fallback.
+        if self.proves_shared_aligned(tile_expr, 16) && self.proves_multiple(ld_expr, 8) {
+            return self.ldmatrix(role, elem, &p, &ld);
         }
         // NVIDIA: from block-shared memory with rows on 16-byte boundaries, one
         // `ldmatrix` per fragment; otherwise element by element. Every lane passes the

@@ -13,8 +13,10 @@
 //! - [`intrinsics`]: device intrinsics; [`amdgpu`], [`nvptx`], [`cpu`], [`shared`]: the
 //!   per-target parts; [`time`]: device time on each target; [`warp`]: warp operations.
 //! - [`arrays`]: register arrays and the full unrolling of loops that index them.
+//! - [`alignment`]: what the kernel's expressions prove about a pointer's alignment.
 //! - [`helpers`], [`fmod`], [`softfloat`]: functions the module defines for itself.
 
+mod alignment;
 mod amdgpu;
 mod arch;
 mod arrays;

@@ -105,7 +105,7 @@ impl FnBuilder<'_> {
     }
 
     /// The alignment of this target's GPU shared arrays.
-    fn gpu_shared_align(&self) -> u64 {
+    pub(super) fn gpu_shared_align(&self) -> u64 {
         if self.arch().kind() == TargetKind::Nvptx {
             NVPTX_SHARED_ALIGN
         } else {
