@@ -7,8 +7,9 @@
 //!
 //! Integers: the largest power of two known to divide the value, from literals, `*`, `+`,
 //! `-`, `|`, `^`, `&`, `<<` by a literal, casts, and immutable locals' initializers.
-//! Pointers: a shared array's alignment (its elements' when unknown), lowered by each
-//! `add` to the power of two dividing the byte offset; pointer casts keep it.
+//! Pointers: a shared array's alignment (static arrays the target's, arrays in the
+//! dynamic block that and their offset's), lowered by each `add` to the power of two
+//! dividing the byte offset; pointer casts keep it.
 
 use std::collections::HashMap;
 
@@ -26,8 +27,14 @@ const MAX_DEPTH: u32 = 32;
 impl FnBuilder<'_> {
     /// Whether `p` provably points into a shared array with `align`-byte alignment.
     pub(super) fn proves_shared_aligned(&self, p: &Expr, align: u64) -> bool {
+        if !self.arch().is_gpu() {
+            return false;
+        }
         let lets = self.immutable_lets();
-        pointer_facts(p, &lets, self.gpu_shared_align(), 0).is_some_and(|a| a >= align)
+        let arrays: Vec<u64> = (0..self.func.shared_arrays.len())
+            .map(|i| self.shared_array_align(i).unwrap_or(1))
+            .collect();
+        pointer_facts(p, &lets, &arrays, 0).is_some_and(|a| a >= align)
     }
 
     /// Whether `e` (an integer) is provably a multiple of `d` (a power of two).
@@ -79,16 +86,16 @@ fn record_lets(block: &Block, out: &mut HashMap<LocalId, Expr>) {
 fn pointer_facts(
     p: &Expr,
     lets: &HashMap<LocalId, Expr>,
-    shared_align: u64,
+    arrays: &[u64],
     depth: u32,
 ) -> Option<u64> {
     if depth > MAX_DEPTH {
         return None;
     }
     match &p.kind {
-        ExprKind::Intrinsic(Intrinsic::SharedArray { .. }) => Some(shared_align),
+        ExprKind::Intrinsic(Intrinsic::SharedArray { index }) => arrays.get(*index).copied(),
         ExprKind::Intrinsic(Intrinsic::PtrOffset { ptr, count }) => {
-            let base = pointer_facts(ptr, lets, shared_align, depth + 1)?;
+            let base = pointer_facts(ptr, lets, arrays, depth + 1)?;
             let elem = match &ptr.ty {
                 Type::Ptr { pointee, .. } => u64::from(pointee.size()?),
                 _ => return None,
@@ -99,12 +106,12 @@ fn pointer_facts(
             Some(base.min(step))
         }
         ExprKind::Cast(x) if matches!(x.ty, Type::Ptr { .. }) => {
-            pointer_facts(x, lets, shared_align, depth + 1)
+            pointer_facts(x, lets, arrays, depth + 1)
         }
-        ExprKind::Local(id) => pointer_facts(lets.get(id)?, lets, shared_align, depth + 1),
+        ExprKind::Local(id) => pointer_facts(lets.get(id)?, lets, arrays, depth + 1),
         // `unsafe { p.add(..) }`
         ExprKind::Block(b) if b.stmts.is_empty() => {
-            pointer_facts(b.tail.as_deref()?, lets, shared_align, depth + 1)
+            pointer_facts(b.tail.as_deref()?, lets, arrays, depth + 1)
         }
         _ => None,
     }

@@ -70,6 +70,22 @@ impl FnBuilder<'_> {
         types::global_name(&format!("__iris_shared_{}_{index}", self.func.name))
     }
 
+    /// The alignment in bytes of shared array `index` on a GPU: the target's for static
+    /// arrays; in the dynamic block, the block's or the largest power of two dividing the
+    /// array's offset, whichever is smaller.
+    pub(super) fn shared_array_align(&self, index: usize) -> Result<u64, String> {
+        let block = self.gpu_shared_align();
+        if !self.dynamic_shared()? {
+            return Ok(block);
+        }
+        let (offsets, _) = cpu_layout(&self.func.shared_arrays)?;
+        Ok(match offsets.get(index).copied() {
+            Some(0) => block,
+            Some(at) => (1u64 << at.trailing_zeros()).min(block),
+            None => 1,
+        })
+    }
+
     /// Whether the current function's shared arrays live in the launch's dynamic shared
     /// block: a GPU kernel whose arrays exceed [`STATIC_SHARED_LIMIT`].
     fn dynamic_shared(&self) -> Result<bool, String> {
