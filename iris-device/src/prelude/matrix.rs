@@ -23,7 +23,11 @@
 //!
 //! On NVIDIA a fragment load from block-shared memory whose rows start on 16-byte
 //! boundaries (tile address and `ld * size_of::<T>()` multiples of 16) is one `ldmatrix`;
-//! other loads read element by element.
+//! other loads read element by element. Where the kernel's own expressions prove it (a
+//! `shared_array` pointer moved by offsets that are multiples of 8 elements, through
+//! immutable `let`s, `*`, `+`, `<<` and casts, and an `ld` that is such a multiple), the
+//! load compiles to `ldmatrix` alone; otherwise a run-time test picks one of the two,
+//! which costs a branch per fragment in an inner loop.
 //!
 //! Four warps together (a warpgroup) can multiply larger tiles straight from shared
 //! memory: see the `warpgroup` operations (`wg_mma`: Hopper's `wgmma`).
