@@ -637,9 +637,17 @@ mod warpgroup {
 
     /// `C = A x B` for `A`: 128 x k and `B`: k x 128 (row-major), one block of two
     /// warpgroups, k in steps of 64 through one shared buffer in the swizzled warpgroup
-    /// layout, written element by element (B transposed on the way).
+    /// layout, written element by element (B transposed on the way). C's tile starts at
+    /// element `at` of `c`, rows `ld` apart.
     #[kernel(instances(T = [bf16, f16]))]
-    pub fn gemm_128<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, k: u32) {
+    pub fn gemm_128<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        k: u32,
+        at: u32,
+        ld: u32,
+    ) {
         let sa = shared_array::<T, 8192>(); // 128 rows x 64 k
         let sb = shared_array::<T, 8192>(); // Bᵀ: 128 rows x 64 k
         let group = thread_idx_x() / 128;
@@ -664,7 +672,7 @@ mod warpgroup {
             sync_threads();
             k0 += 64;
         }
-        wg_store(unsafe { c.add((group * 64 * 128) as usize) }, 128, acc);
+        wg_store(unsafe { c.add((at + group * 64 * ld) as usize) }, ld, acc);
     }
 }
 
@@ -686,13 +694,42 @@ fn warpgroup_gemm_matches_the_host_exactly() {
                 let da = iris.from_slice(&as_bf16(&a))?;
                 let db = iris.from_slice(&as_bf16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
-                warpgroup::gemm_128::launch(iris, (1, 256), &da, &db, &c, k as u32)?;
+                warpgroup::gemm_128::launch(iris, (1, 256), &da, &db, &c, k as u32, 0, 128)?;
                 assert_eq!(c.to_vec()?, want, "bf16");
                 let da = iris.from_slice(&as_f16(&a))?;
                 let db = iris.from_slice(&as_f16(&b))?;
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
-                warpgroup::gemm_128::launch::<f16>(iris, (1, 256), &da, &db, &c, k as u32)?;
+                warpgroup::gemm_128::launch::<f16>(iris, (1, 256), &da, &db, &c, k as u32, 0, 128)?;
                 assert_eq!(c.to_vec()?, want, "f16");
+                // A tile at an odd element, rows 129 apart: `wg_store` cannot pair its
+                // stores (8-byte aligned ones) and writes them one by one; nothing else
+                // changes.
+                let (at, ld) = (1usize, 129usize);
+                let c: Buffer<f32> = iris.full(at + m * ld, f32::NAN)?;
+                let launched = warpgroup::gemm_128::launch::<f16>(
+                    iris,
+                    (1, 256),
+                    &da,
+                    &db,
+                    &c,
+                    k as u32,
+                    at as u32,
+                    ld as u32,
+                );
+                launched?;
+                let got = c.to_vec()?;
+                for (i, v) in got.iter().enumerate() {
+                    let (r, j) = ((i.max(at) - at) / ld, (i.max(at) - at) % ld);
+                    if i >= at && j < n {
+                        assert_eq!(
+                            v.to_bits(),
+                            want[r * n + j].to_bits(),
+                            "unpaired ({r}, {j})"
+                        );
+                    } else {
+                        assert!(v.is_nan(), "element {i} outside the tile was written");
+                    }
+                }
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{backend}: {e}"));
