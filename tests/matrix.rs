@@ -791,6 +791,26 @@ fn wide_warpgroup_gemm(m: usize, n: usize, k: usize) {
                 }
                 launched?;
                 assert_eq!(c.to_vec()?, want);
+                // Built with `max_threads = 256`: larger blocks are refused.
+                let err = warpgroup_wide::warpgroup_256::launch(
+                    iris,
+                    (blocks, 512),
+                    &da,
+                    &db,
+                    &c,
+                    n as u32,
+                    k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
+                )
+                .expect_err("512 threads per block launched");
+                assert!(
+                    matches!(err, iris::Error::InvalidLaunchConfig { .. })
+                        && err.to_string().contains("built for at most 256"),
+                    "{err}"
+                );
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{backend}: {e}"));

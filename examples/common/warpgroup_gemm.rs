@@ -17,8 +17,10 @@ pub mod warpgroup_kernels {
     /// their tiles in groups of eight block rows (consecutive blocks share B's columns in
     /// L2). Launch with 256 threads per block and `m / 128 * (n / 256)` blocks; `n` a
     /// multiple of 256, `k` of 64. Rows `row0..` of C get the result, in the copies of
-    /// `peers` ranks from `me` on (as `block_tile_128`'s).
-    #[kernel(instances(T = [bf16]))]
+    /// `peers` ranks from `me` on (as `block_tile_128`'s). Built for blocks of 256 threads
+    /// (`max_threads`: on AMD, where each thread computes its two accumulators itself, the
+    /// bound leaves room for them in registers).
+    #[kernel(instances(T = [bf16]), max_threads = 256)]
     pub fn warpgroup_256<T: MmaElement>(
         a: *const T,
         bt: *const T,

@@ -154,6 +154,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         item: func.clone(),
         is_kernel: true,
         instances: options.instances,
+        max_threads: options.max_threads,
     }];
     match library::library_functions(&libraries, &sources) {
         Ok(fns) => sources.extend(fns),
@@ -211,18 +212,19 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
         match item {
             syn::Item::Fn(f) => {
                 let marker = f.attrs.iter().find(|a| a.path().is_ident("kernel"));
-                let instances = match marker.map(options::kernel_marker) {
-                    Some(Ok(list)) => list,
+                let marked = match marker.map(options::kernel_marker) {
+                    Some(Ok(options)) => options,
                     Some(Err(e)) => {
                         errors.push(CompileError::new(e.span(), e.to_string()));
-                        None
+                        options::Options::default()
                     }
-                    None => None,
+                    None => options::Options::default(),
                 };
                 functions.push(SourceFn {
                     item: f.clone(),
                     is_kernel: marker.is_some(),
-                    instances,
+                    instances: marked.instances,
+                    max_threads: marked.max_threads,
                 });
             }
             syn::Item::Use(_) => kept.push(item.to_token_stream()),

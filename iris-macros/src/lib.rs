@@ -48,6 +48,11 @@ use proc_macro::TokenStream;
 /// `#[iris::kernel(peer_checks)]` builds it with peer checks: a remote operation with a
 /// peer outside the world is recorded (the host's next synchronization returns
 /// `Error::PeerOutOfRange`) and touches a scratch slot instead of any peer.
+///
+/// `#[iris::kernel(max_threads = 256)]` builds it for blocks of at most 256 threads (1 to
+/// 1024; the default is 1024): the GPU compilers may then give each thread more registers
+/// (NVIDIA's `.maxntid`, AMD's `amdgpu-flat-work-group-size`), and a launch with larger
+/// blocks is refused with `Error::InvalidLaunchConfig`.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::guarded(|| expand::kernel(attr.into(), item.into())).into()
@@ -67,8 +72,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// `#[iris::kernels(peer_checks)]` builds every kernel of the module with peer checks
-/// (the markers inside take no arguments).
+/// `#[iris::kernels(peer_checks)]` builds every kernel of the module with peer checks.
+/// The markers inside take `instances(..)` (generic kernels) and `max_threads = N` (as
+/// `#[iris::kernel]`'s).
 #[proc_macro_attribute]
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::guarded(|| expand::kernels(attr.into(), item.into())).into()

@@ -15,10 +15,16 @@ pub struct Options {
     pub peer_checks: bool,
     /// `instances(T = [..], N = [..])`: the instances of a generic kernel.
     pub instances: Option<InstanceList>,
+    /// `max_threads = N`: the most threads per block the kernel is built for.
+    pub max_threads: Option<u32>,
 }
 
 /// The argument names the attributes accept.
-const ACCEPTED: &str = "`peer_checks`, `instances(T = [..])` and `uses(library, ..)`";
+const ACCEPTED: &str =
+    "`peer_checks`, `instances(T = [..])`, `max_threads = N` and `uses(library, ..)`";
+
+/// The largest `max_threads` (every target's most threads per block).
+const MAX_THREADS: u32 = iris_device::compiler::MAX_BLOCK_THREADS;
 
 /// Parses the arguments of attribute `attribute` (`#[iris::kernel]`, `#[iris::kernels]`):
 /// nothing, `peer_checks`, `instances(..)` (for a generic kernel), or both. Anything else
@@ -51,6 +57,18 @@ pub fn parse(attribute: &str, args: TokenStream) -> syn::Result<Options> {
                 }
                 options.instances = Some(InstanceList::parse(l.tokens.clone())?);
             }
+            syn::Meta::NameValue(nv) if nv.path.is_ident("max_threads") => {
+                if attribute == "#[iris::kernels]" {
+                    return Err(syn::Error::new(
+                        nv.span(),
+                        "`max_threads = N` goes on each kernel's own marker: `#[kernel(max_threads = 256)]`",
+                    ));
+                }
+                if options.max_threads.is_some() {
+                    return Err(syn::Error::new(nv.span(), "`max_threads` is given twice"));
+                }
+                options.max_threads = Some(max_threads(&nv.value)?);
+            }
             other => {
                 let name = other
                     .path()
@@ -60,13 +78,31 @@ pub fn parse(attribute: &str, args: TokenStream) -> syn::Result<Options> {
                 return Err(syn::Error::new(
                     other.span(),
                     format!(
-                        "unknown argument `{name}` of {attribute}; accepted: {ACCEPTED} (check every remote operation's peer against the world size; build a generic kernel for these arguments; compile with device libraries)"
+                        "unknown argument `{name}` of {attribute}; accepted: {ACCEPTED} (check every remote operation's peer against the world size; build a generic kernel for these arguments; build for blocks of at most N threads; compile with device libraries)"
                     ),
                 ));
             }
         }
     }
     Ok(options)
+}
+
+/// The value of `max_threads = N`: an integer literal from 1 to `MAX_THREADS`.
+fn max_threads(value: &syn::Expr) -> syn::Result<u32> {
+    let usage = format!(
+        "`max_threads` takes an integer literal from 1 to {MAX_THREADS} (the most threads per block a kernel can have on every target), e.g. `max_threads = 256`"
+    );
+    let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(lit),
+        ..
+    }) = value
+    else {
+        return Err(syn::Error::new(value.span(), usage));
+    };
+    match lit.base10_parse::<u32>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(syn::Error::new(lit.span(), usage)),
+    }
 }
 
 /// The arguments that route device libraries, split from the rest: `uses(a, b::c)`, the
@@ -119,12 +155,12 @@ pub fn split_library_args(args: TokenStream) -> syn::Result<LibraryArgs> {
     Ok(out)
 }
 
-/// The instance list of a `#[kernel(..)]` marker inside an `#[iris::kernels]` module: it
-/// takes `instances(..)` only (checks are chosen for the whole module, whose kernels
-/// share device functions).
-pub fn kernel_marker(attr: &syn::Attribute) -> syn::Result<Option<InstanceList>> {
+/// The options of a `#[kernel(..)]` marker inside an `#[iris::kernels]` module: it takes
+/// `instances(..)` and `max_threads = N` (checks are chosen for the whole module, whose
+/// kernels share device functions).
+pub fn kernel_marker(attr: &syn::Attribute) -> syn::Result<Options> {
     let list = match &attr.meta {
-        syn::Meta::Path(_) => return Ok(None),
+        syn::Meta::Path(_) => return Ok(Options::default()),
         syn::Meta::List(list) => list,
         syn::Meta::NameValue(nv) => {
             return Err(syn::Error::new(nv.value.span(), MARKER_USAGE));
@@ -135,10 +171,10 @@ pub fn kernel_marker(attr: &syn::Attribute) -> syn::Result<Option<InstanceList>>
     if options.peer_checks {
         return Err(syn::Error::new(list.tokens.span(), MARKER_USAGE));
     }
-    Ok(options.instances)
+    Ok(options)
 }
 
-const MARKER_USAGE: &str = "`#[kernel]` inside an #[iris::kernels] module takes only `instances(..)`: write `#[iris::kernels(peer_checks)]` on the module to check every kernel of it";
+const MARKER_USAGE: &str = "`#[kernel]` inside an #[iris::kernels] module takes only `instances(..)` and `max_threads = N`: write `#[iris::kernels(peer_checks)]` on the module to check every kernel of it";
 
 #[cfg(test)]
 mod tests {
@@ -168,6 +204,34 @@ mod tests {
         let list = both.instances.unwrap();
         assert_eq!(list.params.len(), 2);
         assert_eq!(list.params[0].1.len(), 2);
+    }
+
+    #[test]
+    fn max_threads_is_a_literal_from_1_to_1024() {
+        let o = parse("#[iris::kernel]", quote!(max_threads = 256, peer_checks)).unwrap();
+        assert_eq!(o.max_threads, Some(256));
+        assert!(o.peer_checks);
+        assert_eq!(
+            parse("#[iris::kernel]", quote!(max_threads = 1024))
+                .unwrap()
+                .max_threads,
+            Some(1024)
+        );
+        for bad in [
+            quote!(max_threads = 0),
+            quote!(max_threads = 1025),
+            quote!(max_threads = n),
+        ] {
+            let e = parse("#[iris::kernel]", bad).unwrap_err().to_string();
+            assert!(e.contains("from 1 to 1024"), "{e}");
+        }
+        let e = parse(
+            "#[iris::kernel]",
+            quote!(max_threads = 64, max_threads = 64),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("given twice"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,6 @@ pub fn kernel_facts(f: &Function) -> KernelFacts {
     let shared = cpu_shared_bytes(&f.shared_arrays).unwrap_or(u64::MAX);
     KernelFacts {
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
-        max_block_threads: MAX_BLOCK_THREADS,
+        max_block_threads: f.max_threads.unwrap_or(MAX_BLOCK_THREADS),
     }
 }

@@ -399,6 +399,103 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
     }
 }
 
+/// Two warpgroup accumulators per thread (128 `f32`), computed without the matrix units on
+/// AMD: more registers than a 1024-thread block leaves a thread, fewer than a 256-thread
+/// block does. The same body in two kernels, one with `max_threads = 256`.
+const TWO_ACCUMULATORS: &str = r#"
+    let sa = shared_array::<bf16, 8192>();
+    let sb = shared_array::<bf16, 16384>();
+    let mut i = thread_idx_x();
+    while i < 8192 {
+        unsafe { *sa.add(i as usize) = *a.add(i as usize) };
+        unsafe { *sb.add(i as usize) = *bt.add(i as usize) };
+        unsafe { *sb.add((8192 + i) as usize) = *bt.add((8192 + i) as usize) };
+        i += block_dim_x();
+    }
+    sync_threads();
+    let group = thread_idx_x() / 128;
+    let ta = unsafe { sa.add((group * 4096) as usize) } as *const bf16;
+    let tb = sb as *const bf16;
+    let mut left = wg_zero();
+    let mut right = wg_zero();
+    for s in 0..4 {
+        left = wg_mma(ta, tb, s as u32, left);
+        right = wg_mma(ta, unsafe { tb.add(8192) }, s as u32, right);
+    }
+    wg_commit();
+    left = wg_wait(left, 0);
+    right = wg_wait(right, 0);
+    let at = (group * 64 * 256) as usize;
+    wg_store(unsafe { c.add(at) }, 256, left);
+    wg_store(unsafe { c.add(at + 128) }, 256, right);
+"#;
+
+#[test]
+fn max_threads_bounds_the_block_on_gpus_and_saves_amd_spills() {
+    let signature = "(a: *const bf16, bt: *const bf16, c: *mut f32)";
+    let src = format!(
+        "#[max_threads(256)]\npub fn bounded{signature} {{{TWO_ACCUMULATORS}}}\npub fn unbounded{signature} {{{TWO_ACCUMULATORS}}}\n"
+    );
+    let unit = unit_from_source("two_accumulators", &src);
+    for target in ALL_TARGETS.into_iter().map(|t| t.for_unit(true)) {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                let entry = |n: &str| {
+                    ptx.split(".entry ")
+                        .find(|b| b.starts_with(n))
+                        .unwrap_or_else(|| panic!("{name}: no entry {n}\n{ptx}"))
+                        .to_string()
+                };
+                assert!(entry("bounded").contains(".maxntid 256"), "{name}\n{ptx}");
+                assert!(!entry("unbounded").contains(".maxntid"), "{name}\n{ptx}");
+            }
+            TargetKind::Amdgpu => {
+                let meta = notes(&out.object);
+                assert!(
+                    meta.contains(".max_flat_workgroup_size: 256"),
+                    "{name}\n{meta}"
+                );
+                assert!(
+                    meta.contains(".max_flat_workgroup_size: 1024"),
+                    "{name}\n{meta}"
+                );
+                // The bounded kernel keeps both accumulators in registers; the unbounded
+                // one spills (its private segment is the spill space).
+                let private = |kernel: &str| -> u64 {
+                    meta.split("\n  - ")
+                        .find(|e| {
+                            e.lines()
+                                .any(|l| l.trim() == format!(".name:           {kernel}"))
+                        })
+                        .and_then(|e| {
+                            e.lines()
+                                .find(|l| l.contains(".private_segment_fixed_size:"))?
+                                .rsplit(':')
+                                .next()?
+                                .trim()
+                                .parse()
+                                .ok()
+                        })
+                        .unwrap_or_else(|| panic!("{name}: no metadata of {kernel}\n{meta}"))
+                };
+                assert_eq!(
+                    private("bounded"),
+                    0,
+                    "{name}: the bounded kernel spills\n{meta}"
+                );
+                assert!(
+                    private("unbounded") > 0,
+                    "{name}: the unbounded one does not\n{meta}"
+                );
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}
+
 /// 64 KiB of shared arrays: over the static limit, so they live in the launch's dynamic
 /// shared block on GPUs; 32 KiB stay static.
 const BIG_SHARED: &str = r#"

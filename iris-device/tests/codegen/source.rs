@@ -6,7 +6,7 @@ use iris_device::compiler::kernel_ir::Unit;
 
 /// Builds a unit from Rust source: every `fn` is a kernel unless its name starts with
 /// `dev_` (a device function); a generic kernel's `#[instances(T = [..])]` lists its
-/// instances.
+/// instances, and `#[max_threads(N)]` is a kernel's `max_threads = N`.
 pub fn unit_from_source(name: &str, src: &str) -> Unit {
     let file: syn::File = syn::parse_str(src).unwrap_or_else(|e| panic!("parse: {e}"));
     let items: Vec<SourceFn> = file
@@ -22,6 +22,16 @@ pub fn unit_from_source(name: &str, src: &str) -> Unit {
                         panic!("#[instances(..)] takes a list")
                     };
                     source.instances = Some(InstanceList::parse(list.tokens).unwrap());
+                    source.item = f.clone();
+                }
+                if let Some(pos) = f
+                    .attrs
+                    .iter()
+                    .position(|a| a.path().is_ident("max_threads"))
+                {
+                    let attr = f.attrs.remove(pos);
+                    let n: syn::LitInt = attr.parse_args().expect("#[max_threads(N)]");
+                    source.max_threads = Some(n.base10_parse().unwrap());
                     source.item = f;
                 }
                 Some(source)

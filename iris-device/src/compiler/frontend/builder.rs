@@ -130,6 +130,7 @@ impl<'u> FnBuilder<'u> {
             uses_block_barrier: self.uses_block_barrier,
             uses_warp: self.uses_warp,
             uses_warpgroup_mma: self.uses_warpgroup_mma,
+            max_threads: None,
             span: sig.span,
             instance_of: None,
         }

@@ -45,6 +45,8 @@ pub struct SourceFn {
     pub is_kernel: bool,
     /// For a generic kernel: `instances(T = [..], N = [..])` from its attribute.
     pub instances: Option<InstanceList>,
+    /// A kernel's `max_threads = N` from its attribute.
+    pub max_threads: Option<u32>,
 }
 
 impl SourceFn {
@@ -54,6 +56,7 @@ impl SourceFn {
             item,
             is_kernel,
             instances: None,
+            max_threads: None,
         }
     }
 }
@@ -277,11 +280,26 @@ pub fn build_unit_from(unit_name: &str, items: &[SourceFn]) -> Result<Unit, Vec<
         return Err(vec![e]);
     }
     inherit_callee_needs(&mut functions);
+    set_max_threads(&mut functions, items);
     Ok(Unit {
         name: unit_name.to_string(),
         functions,
         peer_checks: false,
     })
+}
+
+/// Each kernel (and each instance of a generic one) takes its source's `max_threads`.
+fn set_max_threads(functions: &mut [Function], items: &[SourceFn]) {
+    for f in functions.iter_mut().filter(|f| f.is_kernel) {
+        let source = f
+            .instance_of
+            .as_ref()
+            .map_or(f.name.as_str(), |i| i.generic.as_str());
+        f.max_threads = items
+            .iter()
+            .find(|s| s.is_kernel && s.item.sig.ident == source)
+            .and_then(|s| s.max_threads);
+    }
 }
 
 /// A function whose device functions meet at a block barrier or exchange values within a

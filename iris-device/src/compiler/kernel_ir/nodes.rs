@@ -43,6 +43,9 @@ pub struct Function {
     /// Whether the body calls a warp operation (shuffles, votes, `warp_sync`, warp
     /// reductions): the threads of a block then run concurrently on the CPU.
     pub uses_warp: bool,
+    /// A kernel's `max_threads = N`: the most threads per block its code is built for
+    /// (`None`: the default, `abi_facts::MAX_BLOCK_THREADS`).
+    pub max_threads: Option<u32>,
     /// Whether the body calls `wg_mma` (NVIDIA Hopper then compiles the unit for
     /// `sm_90a`, whose `wgmma` it uses).
     pub uses_warpgroup_mma: bool,

@@ -12,6 +12,7 @@ use super::function::body_symbol;
 use super::module::ATTR_KERNEL;
 use super::types;
 use crate::abi::TargetKind;
+use crate::compiler::MAX_BLOCK_THREADS;
 use std::fmt::Write;
 
 /// How a parameter type is passed: the register type of each slot.
@@ -105,8 +106,17 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String
         TargetKind::Nvptx => "ptx_kernel ",
         TargetKind::Cpu => "",
     };
+    // The most threads per block the code is built for: AMD's default bound (the
+    // targets' maximum) or the kernel's `max_threads`; NVIDIA's `.maxntid` only for the
+    // latter (ptxas then budgets registers for that block size).
+    let max = func.max_threads.unwrap_or(MAX_BLOCK_THREADS);
+    let bound = match (arch.kind(), func.max_threads) {
+        (TargetKind::Amdgpu, _) => format!(" \"amdgpu-flat-work-group-size\"=\"1,{max}\""),
+        (TargetKind::Nvptx, Some(n)) => format!(" \"nvvm.maxntid\"=\"{n}\""),
+        _ => String::new(),
+    };
     Ok(format!(
-        "define {cc}void {}({}) {ATTR_KERNEL} {{\nentry:\n{body}  call void {}({})\n  ret void\n}}\n",
+        "define {cc}void {}({}){bound} {ATTR_KERNEL} {{\nentry:\n{body}  call void {}({})\n  ret void\n}}\n",
         types::global_name(&func.name),
         params.join(", "),
         body_symbol(&func.name),

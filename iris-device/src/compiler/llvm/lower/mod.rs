@@ -122,6 +122,7 @@ mod tests {
                 uses_block_barrier: false,
                 uses_warp: false,
                 uses_warpgroup_mma: false,
+                max_threads: None,
                 span: Span::call_site(),
                 instance_of: None,
             }],

@@ -119,16 +119,10 @@ impl ModuleCtx {
             let _ = writeln!(out, "{d}");
         }
         out.push('\n');
-        let kernel_extra = match self.arch.kind() {
-            TargetKind::Amdgpu => format!(
-                " \"amdgpu-flat-work-group-size\"=\"1,{}\"",
-                super::super::super::MAX_BLOCK_THREADS
-            ),
-            _ => String::new(),
-        };
+        // The block-size bound of each kernel is an attribute of its own definition.
         let _ = writeln!(
             out,
-            "attributes {ATTR_KERNEL} = {{ nounwind \"no-builtins\"{kernel_extra} }}"
+            "attributes {ATTR_KERNEL} = {{ nounwind \"no-builtins\" }}"
         );
         let _ = writeln!(
             out,
