@@ -265,12 +265,7 @@ fn fragments_of_shared_arrays_need_no_alignment_fallback() {
     for target in [Target::Sm80, Target::Sm90] {
         let ptx = ptx(&compile(&unit, target));
         let name = target.name();
-        let entry = |n: &str| {
-            ptx.split(".entry ")
-                .find(|b| b.starts_with(n))
-                .unwrap_or_else(|| panic!("{name}: no entry {n}\n{ptx}"))
-                .to_string()
-        };
+        let entry = |n: &str| ptx_entry(&ptx, n, name);
         // The offsets are multiples of 8 elements from a shared array (1024-byte
         // aligned): the alignment `ldmatrix` needs is proven, so no run-time test and no
         // element-by-element fallback are compiled.
@@ -443,12 +438,7 @@ fn max_threads_bounds_the_block_on_gpus_and_saves_amd_spills() {
         match target.kind() {
             TargetKind::Nvptx => {
                 let ptx = ptx(&out);
-                let entry = |n: &str| {
-                    ptx.split(".entry ")
-                        .find(|b| b.starts_with(n))
-                        .unwrap_or_else(|| panic!("{name}: no entry {n}\n{ptx}"))
-                        .to_string()
-                };
+                let entry = |n: &str| ptx_entry(&ptx, n, name);
                 assert!(entry("bounded").contains(".maxntid 256"), "{name}\n{ptx}");
                 assert!(!entry("unbounded").contains(".maxntid"), "{name}\n{ptx}");
             }

@@ -119,6 +119,15 @@ pub fn dyn_syms(object: &[u8]) -> String {
     run_tool("llvm-readelf", &["--dyn-syms", "-W"], object)
 }
 
+/// The PTX of entry point `name` in `ptx` (from `.entry name` to the next entry); panics
+/// naming `target` when there is none.
+pub fn ptx_entry(ptx: &str, name: &str, target: &str) -> String {
+    ptx.split(".entry ")
+        .find(|b| b.starts_with(name))
+        .unwrap_or_else(|| panic!("{target}: no entry {name}\n{ptx}"))
+        .to_string()
+}
+
 /// The PTX text of a packaged NVPTX object (without the trailing NUL).
 pub fn ptx(out: &Out) -> String {
     let bytes = out.object.strip_suffix(&[0]).expect("PTX ends in NUL");
