@@ -248,6 +248,36 @@ pub fn shared_fragments(a: *const bf16, c: *mut f32) {
     let fb = mma_load_b(unsafe { s.add(512) }, 16);
     mma_store(c, 16, mma(fa, fb, mma_zero()));
 }
+pub fn shifted(a: *const bf16, c: *mut f32, x: u32) {
+    let s = shared_array::<bf16, 4096>();
+    let t = thread_idx_x();
+    unsafe { *s.add(t as usize) = *a.add(t as usize) };
+    sync_threads();
+    let row = x % 4;
+    let off = (row << 3) * 40;
+    let tile = unsafe { s.add((off + 16) as usize) };
+    let fa = mma_load_a(tile as *const bf16, 40);
+    let fb = mma_load_b(unsafe { s.add(((x & !7) - 8) as usize) }, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
+pub fn four_elements(a: *const bf16, c: *mut f32, x: u32) {
+    let s = shared_array::<bf16, 4096>();
+    let t = thread_idx_x();
+    unsafe { *s.add(t as usize) = *a.add(t as usize) };
+    sync_threads();
+    let fa = mma_load_a(unsafe { s.add((x * 4) as usize) }, 16);
+    let fb = mma_load_b(unsafe { s.add(512) }, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
+pub fn odd_stride(a: *const bf16, c: *mut f32) {
+    let s = shared_array::<bf16, 4096>();
+    let t = thread_idx_x();
+    unsafe { *s.add(t as usize) = *a.add(t as usize) };
+    sync_threads();
+    let fa = mma_load_a(unsafe { s.add(512) }, 20);
+    let fb = mma_load_b(unsafe { s.add(1024) }, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
 pub fn unknown_offset(a: *const bf16, c: *mut f32, at: u32) {
     let s = shared_array::<bf16, 1024>();
     let t = thread_idx_x();
@@ -279,16 +309,30 @@ fn fragments_of_shared_arrays_need_no_alignment_fallback() {
             !proven.contains("ld.shared.b16"),
             "{name}: a fallback\n{proven}"
         );
-        // An offset nothing proves aligned keeps the run-time test and the fallback.
-        let unknown = entry("unknown_offset");
-        assert!(
-            unknown.contains("ldmatrix.sync.aligned"),
-            "{name}\n{unknown}"
+        // Through immutable `let`s, `%`, `<<`, `*`, `+`, a mask and `-`, and a cast.
+        let shifted = entry("shifted");
+        assert_eq!(
+            shifted.matches("ldmatrix.sync.aligned").count(),
+            2,
+            "{name}\n{shifted}"
         );
         assert!(
-            unknown.contains("ld.shared.b16"),
-            "{name}: no fallback\n{unknown}"
+            !shifted.contains("ld.shared.b16"),
+            "{name}: a fallback\n{shifted}"
         );
+        // An offset nothing proves aligned keeps the run-time test and the fallback; so
+        // do a multiple of 4 elements (8 bytes) and rows 20 elements (40 bytes) apart.
+        for kernel in ["unknown_offset", "four_elements", "odd_stride"] {
+            let body = entry(kernel);
+            assert!(
+                body.contains("ldmatrix.sync.aligned"),
+                "{name} {kernel}\n{body}"
+            );
+            assert!(
+                body.contains("ld.shared.b16"),
+                "{name} {kernel}: no fallback\n{body}"
+            );
+        }
     }
 }
 
