@@ -26,6 +26,12 @@ pub fn kernel_facts(f: &Function) -> KernelFacts {
     let shared = cpu_shared_bytes(&f.shared_arrays).unwrap_or(u64::MAX);
     KernelFacts {
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
-        max_block_threads: f.max_threads.unwrap_or(MAX_BLOCK_THREADS),
+        max_block_threads: max_block_threads(f),
     }
+}
+
+/// The most threads per block kernel `f` is built for: its `max_threads`, or
+/// [`MAX_BLOCK_THREADS`].
+pub fn max_block_threads(f: &Function) -> u32 {
+    f.max_threads.unwrap_or(MAX_BLOCK_THREADS)
 }

@@ -22,7 +22,6 @@ pub fn unit_from_source(name: &str, src: &str) -> Unit {
                         panic!("#[instances(..)] takes a list")
                     };
                     source.instances = Some(InstanceList::parse(list.tokens).unwrap());
-                    source.item = f.clone();
                 }
                 if let Some(pos) = f
                     .attrs
@@ -32,8 +31,9 @@ pub fn unit_from_source(name: &str, src: &str) -> Unit {
                     let attr = f.attrs.remove(pos);
                     let n: syn::LitInt = attr.parse_args().expect("#[max_threads(N)]");
                     source.max_threads = Some(n.base10_parse().unwrap());
-                    source.item = f;
                 }
+                // Without the attributes read above.
+                source.item = f;
                 Some(source)
             }
             _ => None,

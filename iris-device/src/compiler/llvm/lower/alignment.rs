@@ -30,20 +30,25 @@ impl FnBuilder<'_> {
         if !self.arch().is_gpu() {
             return false;
         }
-        let lets = self.immutable_lets();
         let arrays: Vec<u64> = (0..self.func.shared_arrays.len())
             .map(|i| self.shared_array_align(i).unwrap_or(1))
             .collect();
-        pointer_facts(p, &lets, &arrays, 0).is_some_and(|a| a >= align)
+        pointer_facts(p, self.immutable_lets(), &arrays, 0).is_some_and(|a| a >= align)
     }
 
     /// Whether `e` (an integer) is provably a multiple of `d` (a power of two).
     pub(super) fn proves_multiple(&self, e: &Expr, d: u64) -> bool {
-        divisor(e, &self.immutable_lets(), 0) >= d
+        divisor(e, self.immutable_lets(), 0) >= d
     }
 
-    /// The initializer of every immutable local bound by a `let` with one.
-    fn immutable_lets(&self) -> HashMap<LocalId, Expr> {
+    /// The initializer of every immutable local bound by a `let` with one, gathered once
+    /// per function.
+    fn immutable_lets(&self) -> &HashMap<LocalId, Expr> {
+        self.immutable_lets
+            .get_or_init(|| self.gather_immutable_lets())
+    }
+
+    fn gather_immutable_lets(&self) -> HashMap<LocalId, Expr> {
         let mut out = HashMap::new();
         record_lets(&self.func.body, &mut out);
         // Every block nested anywhere in the body (`walk` visits every expression).

@@ -5,10 +5,12 @@
 //! still well-formed IR). Expressions that produce no value (`!`) give `poison`, which is
 //! a constant of every type.
 
-use super::super::super::kernel_ir::{Function, LocalId, Type, Unit};
+use super::super::super::kernel_ir::{Expr, Function, LocalId, Type, Unit};
 use super::arch::Arch;
 use super::module::ModuleCtx;
 use super::types;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Where `break` and `continue` go in the innermost loop.
@@ -52,6 +54,9 @@ pub(super) struct FnBuilder<'a> {
     /// Where the last `wgmma` ended (its block and the body's length then), while nothing
     /// since can have touched a warpgroup's registers: the next `wgmma` needs no fence.
     wgmma_end: Option<(String, usize)>,
+    /// The initializers of the function's immutable `let`s, gathered on first use (the
+    /// alignment analysis of `alignment.rs`).
+    pub(super) immutable_lets: OnceCell<HashMap<LocalId, Expr>>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -72,6 +77,7 @@ impl<'a> FnBuilder<'a> {
             cur_label: "entry".to_string(),
             terminated: false,
             wgmma_end: None,
+            immutable_lets: OnceCell::new(),
         }
     }
 

@@ -12,7 +12,7 @@ use super::function::body_symbol;
 use super::module::ATTR_KERNEL;
 use super::types;
 use crate::abi::TargetKind;
-use crate::compiler::MAX_BLOCK_THREADS;
+use crate::compiler::abi_facts::max_block_threads;
 use std::fmt::Write;
 
 /// How a parameter type is passed: the register type of each slot.
@@ -109,7 +109,7 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String
     // The most threads per block the code is built for: AMD's default bound (the
     // targets' maximum) or the kernel's `max_threads`; NVIDIA's `.maxntid` only for the
     // latter (ptxas then budgets registers for that block size).
-    let max = func.max_threads.unwrap_or(MAX_BLOCK_THREADS);
+    let max = max_block_threads(func);
     let bound = match (arch.kind(), func.max_threads) {
         (TargetKind::Amdgpu, _) => format!(" \"amdgpu-flat-work-group-size\"=\"1,{max}\""),
         (TargetKind::Nvptx, Some(n)) => format!(" \"nvvm.maxntid\"=\"{n}\""),
