@@ -49,6 +49,14 @@ mod gemm {
         }
     }
 
+    /// `A[16 x 16] * B[16 x 16]` stored at element `at` of `c`, rows `ld` apart: pairs of
+    /// adjacent elements in one 8-byte store where that is aligned, else one by one.
+    #[kernel(instances(T = [bf16]))]
+    pub fn tile_at<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, at: u32, ld: u32) {
+        let acc = tile_product(a, b, 0, 0, 16, 16);
+        mma_store(unsafe { c.add(at as usize) }, ld, acc);
+    }
+
     /// The README's example: one 32 x 32 block of C per warp, a 2 x 2 array of
     /// accumulators.
     #[kernel(instances(T = [bf16, f16]))]
@@ -673,6 +681,39 @@ mod warpgroup {
             k0 += 64;
         }
         wg_store(unsafe { c.add((at + group * 64 * ld) as usize) }, ld, acc);
+    }
+}
+
+#[test]
+fn mma_store_writes_aligned_and_unaligned_tiles() {
+    let a: Vec<f32> = (0..256).map(|i| small(i, 15)).collect();
+    let b: Vec<f32> = (0..256).map(|i| small(i, 16)).collect();
+    let want = host_gemm(&a, &b, 16, 16, 16);
+    for backend in backends() {
+        World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let da = iris.from_slice(&as_bf16(&a))?;
+                let db = iris.from_slice(&as_bf16(&b))?;
+                // Paired stores (8-byte aligned, even ld), then single ones: an odd
+                // element, an odd ld, both. A paired store there would fault on a GPU.
+                for (at, ld) in [(0usize, 16usize), (2, 18), (1, 16), (2, 17), (3, 21)] {
+                    let len = at + 16 * ld + 3;
+                    let c: Buffer<f32> = iris.full(len, f32::NAN)?;
+                    gemm::tile_at::launch(iris, (1, BLOCK), &da, &db, &c, at as u32, ld as u32)?;
+                    let got = c.to_vec()?;
+                    for (i, g) in got.iter().enumerate() {
+                        let (r, col) = ((i.wrapping_sub(at)) / ld, (i.wrapping_sub(at)) % ld);
+                        if i >= at && r < 16 && col < 16 {
+                            assert_eq!(*g, want[r * 16 + col], "at {at}, ld {ld}: ({r}, {col})");
+                        } else {
+                            assert!(g.is_nan(), "at {at}, ld {ld}: element {i} written");
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
     }
 }
 

@@ -44,6 +44,21 @@ fn mma_uses_each_targets_matrix_instructions() {
                         "{}: {name}\n{ptx}",
                         target.name()
                     );
+                    // The accumulator's pairs of adjacent columns: four 8-byte stores
+                    // where the tile is 8-byte aligned and `ld` even, else eight single
+                    // ones (the test at run time).
+                    assert_eq!(
+                        body.matches("st.global.v2.b32").count(),
+                        4,
+                        "{}: {name}: 4 paired stores\n{body}",
+                        target.name()
+                    );
+                    assert_eq!(
+                        body.matches("st.global.b32").count(),
+                        8,
+                        "{}: {name}: 8 single stores\n{body}",
+                        target.name()
+                    );
                 }
                 assert!(
                     !ptx.contains(".local"),

@@ -299,6 +299,9 @@ impl FnBuilder<'_> {
         let (base, pty) = self.store_base(t, peer)?;
         let layout = self.layout(FragmentRole::Acc, &ld)?;
         let n = layout.offsets.len();
+        if !add && adjacent_pairs(&layout.offsets) {
+            return self.mma_store_pairs(&base, &pty, &ld, &layout, &c);
+        }
         for (i, &off) in layout.offsets.iter().enumerate() {
             let o = self.tile_offset(&layout, off);
             let addr = self.def(&format!(
@@ -317,6 +320,58 @@ impl FnBuilder<'_> {
                 ));
             }
         }
+        Ok(String::new())
+    }
+
+    /// The plain store of an accumulator whose elements come in pairs of adjacent columns
+    /// (NVIDIA's layout, and the CPU's): where the tile's address is 8-byte aligned and
+    /// `ld` even, each pair is one 8-byte store (a warp's covering 32 contiguous bytes of
+    /// each of its rows), else single 4-byte stores.
+    fn mma_store_pairs(
+        &mut self,
+        base: &str,
+        pty: &str,
+        ld: &str,
+        layout: &Layout,
+        acc: &str,
+    ) -> Result<String, String> {
+        let n = layout.offsets.len();
+        let addr = self.def(&format!("ptrtoint {pty} {base} to i64"));
+        let low = self.def(&format!("and i64 {addr}, 7"));
+        let low = self.def(&format!("trunc i64 {low} to i32"));
+        let odd = self.def(&format!("and i32 {ld}, 1"));
+        let either = self.def(&format!("or i32 {low}, {odd}"));
+        let paired = self.def(&format!("icmp eq i32 {either}, 0"));
+        let (pairs, singles, done) = (
+            self.label("mma_pairs"),
+            self.label("mma_singles"),
+            self.label("mma_stored"),
+        );
+        self.cond_br(&paired, &pairs, &singles);
+        for (label, width) in [(&pairs, 2usize), (&singles, 1usize)] {
+            self.start_block(label);
+            for i in (0..n).step_by(width) {
+                let o = self.tile_offset(layout, layout.offsets[i]);
+                let addr = self.def(&format!(
+                    "getelementptr inbounds float, {pty} {base}, i64 {o}"
+                ));
+                let v = self.def(&format!("extractvalue [{n} x float] {acc}, {i}"));
+                if width == 2 {
+                    let v1 = self.def(&format!("extractvalue [{n} x float] {acc}, {}", i + 1));
+                    let pair = self.def(&format!(
+                        "insertelement <2 x float> poison, float {v}, i32 0"
+                    ));
+                    let pair = self.def(&format!(
+                        "insertelement <2 x float> {pair}, float {v1}, i32 1"
+                    ));
+                    self.inst(&format!("store <2 x float> {pair}, {pty} {addr}, align 8"));
+                } else {
+                    self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
+                }
+            }
+            self.jump(&done);
+        }
+        self.start_block(&done);
         Ok(String::new())
     }
 
@@ -502,4 +557,13 @@ impl FnBuilder<'_> {
         }
         Ok(out)
     }
+}
+
+/// Whether a fragment's elements come in pairs of adjacent columns: elements `2m` and
+/// `2m + 1` at the same row, one column apart, starting on an even column offset.
+fn adjacent_pairs(offsets: &[(u32, u32)]) -> bool {
+    offsets.len() % 2 == 0
+        && offsets
+            .chunks(2)
+            .all(|p| p[0].1 % 2 == 0 && p[1] == (p[0].0, p[0].1 + 1))
 }
