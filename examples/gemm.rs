@@ -2,8 +2,9 @@
 //! f32 accumulate, f32 out), each warp computing a 16 x 16 tile, a 32 x 32 block (four
 //! accumulators) or a 64 x 64 block (a 4 x 4 array of accumulators) with `mma`; or, four
 //! warps together, a 128 x 128 block staged through shared memory (`block_tile_128`), and
-//! the same two buffers deep with asynchronous copies (`pipelined_128`); or two
-//! warpgroups, a 128 x 256 block with `wg_mma` (`wgmma` on Hopper) through four stages of
+//! the same two buffers deep with asynchronous copies (`pipelined_128`), and three buffers
+//! deep with k steps of 64, unrolled copies and fragments loaded a step ahead
+//! (`staged_128`, 105 KiB of dynamic shared memory); or two warpgroups, a 128 x 256 block with `wg_mma` (`wgmma` on Hopper) through four stages of
 //! dynamic shared memory (`warpgroup_256`, which takes B transposed: the example passes
 //! Bᵀ). Checked against an f64 host reference on sampled entries (relative to the sum of
 //! |products|, the bound of f32 accumulation), timed with device events, and reported in
@@ -352,6 +353,11 @@ mod kernels {
 mod warpgroup_gemm;
 use warpgroup_gemm::warpgroup_kernels;
 
+/// The multistage `mma` kernel (`staged_128`), shared with tests/matrix.rs.
+#[path = "common/staged_gemm.rs"]
+mod staged_gemm;
+use staged_gemm::staged_kernels;
+
 /// Threads per block: a multiple of every target's warp (32 and 64).
 const BLOCK: u32 = 256;
 
@@ -582,7 +588,12 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
     // The CPU emulates a warp's matrix product lane by lane (a warp exchange per element):
     // it runs the shared-memory kernel only.
     let variants: &[&str] = if iris.backend_kind() == BackendKind::Cpu {
-        &["block_tile_128", "pipelined_128", "warpgroup_256"]
+        &[
+            "block_tile_128",
+            "pipelined_128",
+            "staged_128",
+            "warpgroup_256",
+        ]
     } else {
         &[
             "warp_tile_16",
@@ -590,6 +601,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "warp_tile_64",
             "block_tile_128",
             "pipelined_128",
+            "staged_128",
             "warpgroup_256",
         ]
     };
@@ -654,6 +666,22 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     1,
                 )
             },
+            "staged_128" => &|| {
+                let blocks = (m / 128 * (n / 128)) as u32;
+                staged_kernels::staged_128::launch(
+                    iris,
+                    (blocks, 4 * warp),
+                    &da,
+                    &db,
+                    &cs,
+                    n as u32,
+                    k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
+                )
+            },
             "warpgroup_256" => &|| {
                 let blocks = (m / 128 * (n / 256)) as u32;
                 warpgroup_kernels::warpgroup_256::launch(
@@ -700,8 +728,9 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         c.copy_from_slice(&vec![f32::NAN; m * n])?;
         cs.copy_from_slice(&vec![f32::NAN; m * n])?;
         match run() {
-            // 192 KiB of shared memory per block: more than AMD GPUs and pre-Hopper
-            // NVIDIA GPUs give a block, which the runtime reports when it loads the kernel.
+            // More shared memory per block than the device gives (`staged_128`'s 105 KiB
+            // on gfx90a and gfx942, `warpgroup_256`'s 192 KiB before Hopper), which the
+            // runtime reports when it loads the kernel.
             Err(err @ iris::Error::ModuleLoad { .. })
                 if err.to_string().contains("more than the device allows") =>
             {
@@ -743,20 +772,26 @@ fn mma_ceiling(iris: &Iris, a: &Buffer<bf16>, iters: usize) -> iris::Result<()> 
         return Ok(());
     }
     let warp = warp_lanes(iris);
-    let blocks = 8 * iris.device_info().multiprocessors.max(1);
-    let warps = (blocks * 8) as usize;
-    let out: Buffer<f32> = iris.zeros(warps * 4096)?;
-    let reps = 4096u32;
-    let run = || kernels::mma_ceiling::launch(iris, (blocks, 8 * warp), a, &out, reps);
-    run()?;
-    let ms = median_ms(iris, iters, run)?;
-    // 16 products of 16 x 16 x 16 per warp and repetition.
-    let flops = warps as f64 * f64::from(reps) * 16.0 * 2.0 * 4096.0;
-    println!(
-        "{:<14} {ms:>10.3} {:>9.1}         -  (ceiling: mma from registers, no memory)",
-        "mma_ceiling",
-        flops / (ms as f64 * 1e-3) / 1e12
-    );
+    // Eight blocks of eight warps per multiprocessor (as many warps as it holds), and one
+    // (eight warps: the occupancy of the shared-memory kernels, whose accumulators take
+    // most of the registers).
+    for per_sm in [8, 1] {
+        let blocks = per_sm * iris.device_info().multiprocessors.max(1);
+        let warps = (blocks * 8) as usize;
+        let out: Buffer<f32> = iris.zeros(warps * 4096)?;
+        let reps = 4096u32;
+        let run = || kernels::mma_ceiling::launch(iris, (blocks, 8 * warp), a, &out, reps);
+        run()?;
+        let ms = median_ms(iris, iters, run)?;
+        // 16 products of 16 x 16 x 16 per warp and repetition.
+        let flops = warps as f64 * f64::from(reps) * 16.0 * 2.0 * 4096.0;
+        println!(
+            "{:<14} {ms:>10.3} {:>9.1}         -  (ceiling: mma from registers, no memory; {} warps per multiprocessor)",
+            "mma_ceiling",
+            flops / (ms as f64 * 1e-3) / 1e12,
+            8 * per_sm
+        );
+    }
     Ok(())
 }
 

@@ -2,9 +2,11 @@
 # The matrix-unit numbers of docs/performance.md, on the GPU machine, in one call: the GEMM
 # example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
 # (benches/gemm_reference.py), and the SASS instruction mix of the shared-memory kernels
-# (ptxas of the PTX the compiler emitted, bundled as gemm.sm_90.s by:
+# (ptxas of the PTX the compiler emitted, one file per kernel unit, bundled as
+# gemm*.ARCH.s by:
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
 #   cp /tmp/d/kernels.sm_90.s .device-bundle/gemm.sm_90.s
+#   cp /tmp/d/staged_kernels.sm_90.s .device-bundle/gemm-staged.sm_90.s
 #   cp /tmp/d/warpgroup_kernels.sm_90a.s .device-bundle/gemm.sm_90a.s).
 #
 # Usage: bash scripts/gemm-device.sh [SIZES] [RANKS]   (defaults: "4096 8192" and "2 4")
@@ -25,10 +27,12 @@ done
 python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
 if command -v ptxas >/dev/null; then
     : >"$out/sass.txt"
-    for arch in sm_90 sm_90a; do
-        [[ -f $bundle/gemm.$arch.s ]] || continue
-        ptxas -arch=$arch -o /tmp/gemm.$arch.cubin "$bundle/gemm.$arch.s" &&
-            cuobjdump -sass /tmp/gemm.$arch.cubin >>"$out/sass.txt"
+    for ptx in "$bundle"/gemm*.s; do
+        [[ -f $ptx ]] || continue
+        arch=${ptx%.s}
+        arch=${arch##*.}
+        ptxas -arch="$arch" -o /tmp/gemm.cubin "$ptx" &&
+            cuobjdump -sass /tmp/gemm.cubin >>"$out/sass.txt"
     done
     echo "== SASS per kernel: HMMA HGMMA LDSM LDGSTS LDS LDG" | tee -a "$log"
     awk '/Function :/ {f=$3; seen[f]=1} /HMMA/ {h[f]++} /HGMMA/ {w[f]++} /LDSM/ {m[f]++}
@@ -37,4 +41,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|warpgroup|warp_tile)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling)|ranks,|torch.matmul" "$log"

@@ -717,6 +717,59 @@ fn mma_store_writes_aligned_and_unaligned_tiles() {
     }
 }
 
+/// The example's 128 x 128 `mma` kernel (three stages, dynamic shared memory on GPUs).
+#[path = "../examples/common/staged_gemm.rs"]
+mod staged_gemm;
+
+#[test]
+fn staged_gemm_with_three_stages_matches_the_host_exactly() {
+    // Four k steps of 64: the third buffer's refill wraps to the first.
+    let (m, n, k) = (128usize, 128usize, 256usize);
+    let a: Vec<f32> = (0..m * k).map(|i| small(i, 17)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| small(i, 18)).collect();
+    let want = host_gemm(&a, &b, m, n, k);
+    for backend in backends() {
+        let threads = if backend == iris::BackendKind::Hip {
+            256
+        } else {
+            128
+        };
+        World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let da = iris.from_slice(&as_bf16(&a))?;
+                let db = iris.from_slice(&as_bf16(&b))?;
+                let c = iris.symmetric_zeros::<f32>(m * n)?;
+                c.copy_from_slice(&vec![f32::NAN; m * n])?;
+                let blocks = (m / 128 * (n / 128)) as u32;
+                let launched = staged_gemm::staged_kernels::staged_128::launch(
+                    iris,
+                    (blocks, threads),
+                    &da,
+                    &db,
+                    &c,
+                    n as u32,
+                    k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
+                );
+                // 105 KiB of shared memory: more than gfx90a and gfx942 give a block.
+                if let Err(err @ iris::Error::ModuleLoad { .. }) = &launched {
+                    if err.to_string().contains("more than the device allows") {
+                        eprintln!("{backend}: SKIPPED: {err}");
+                        return Ok(());
+                    }
+                }
+                launched?;
+                assert_eq!(c.to_vec()?, want);
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}
+
 /// The example's 128 x 256 kernel (four stages, dynamic shared memory on GPUs).
 #[path = "../examples/common/warpgroup_gemm.rs"]
 mod warpgroup_gemm;

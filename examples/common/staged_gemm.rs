@@ -1,0 +1,167 @@
+//! The multistage `mma` GEMM kernel of `examples/gemm.rs` (`staged_128`), in its own file
+//! so that tests/matrix.rs checks the same code on every backend.
+
+/// The `mma` (`mma.sync` on NVIDIA) kernel with a three-stage copy pipeline: 105 KiB of
+/// dynamic shared memory per block, which Ampere and Hopper GPUs give a block (and AMD's
+/// gfx950; gfx90a and gfx942 give 64 KiB, and the runtime refuses the launch there).
+#[iris::kernels]
+pub mod staged_kernels {
+    use iris::prelude::*;
+
+    /// One 128 x 128 block of C per four warps (each a 64 x 64 quarter, a 4 x 4 array of
+    /// accumulators), k in steps of 64 through three shared buffers filled two steps
+    /// ahead with `copy_async`, one barrier a step. The copies of a step are unrolled at
+    /// offsets computed once per thread, and each warp loads the fragments of its next
+    /// k slice of 16 (`ldmatrix` on NVIDIA) while it multiplies the current one. Blocks
+    /// take their tiles in groups of eight block rows (for L2). Launch with 4 x warp-size
+    /// threads and `m / 128 * (n / 128)` blocks; `n` a multiple of 128, `k` of 64. Rows
+    /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on: one
+    /// rank's own C, or (GEMM + all-scatter) every rank's.
+    #[kernel(instances(T = [bf16]))]
+    pub fn staged_128<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        c: Symmetric<f32>,
+        n: u32,
+        k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
+        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
+        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
+        let tile = block_tile(n);
+        let (br, bc) = (tile[0], tile[1]);
+        let warp = thread_idx_x() / warp_size();
+        let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
+        let mut acc = [[mma_zero(); 4]; 4];
+        let steps = k / 64;
+        // One commit group per step (empty past the end): at the top of step s, "step s
+        // landed" is "at most one group pending".
+        for first in 0..2 {
+            let first = first as u32;
+            if first < steps {
+                stage_step(a, b, sa, sb, first, first, br, bc, n, k);
+            }
+            copy_async_commit();
+        }
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(1);
+            // Step s's slices are in, and every warp is done with step s - 1's buffer,
+            // which takes step s + 2.
+            sync_threads();
+            if s + 2 < steps {
+                stage_step(a, b, sa, sb, (s + 2) % 3, s + 2, br, bc, n, k);
+            }
+            copy_async_commit();
+            let cur = s % 3;
+            let ta = unsafe { sa.add((cur * 9216 + wr * 72) as usize) } as *const T;
+            let tb = unsafe { sb.add((cur * 8704 + wc) as usize) } as *const T;
+            let mut fa = [mma_load_a(ta, 72); 4];
+            let mut fb = [mma_load_b(tb, 136); 4];
+            for i in 1..4 {
+                fa[i] = mma_load_a(unsafe { ta.add((16 * i * 72) as usize) }, 72);
+                fb[i] = mma_load_b(unsafe { tb.add((16 * i) as usize) }, 136);
+            }
+            for kk in 0..4 {
+                let kk = kk as u32;
+                // The next slice's fragments load while this one multiplies.
+                let mut na = fa;
+                let mut nb = fb;
+                if kk < 3 {
+                    let ra = unsafe { ta.add((16 * (kk + 1)) as usize) };
+                    let rb = unsafe { tb.add((16 * (kk + 1) * 136) as usize) };
+                    for i in 0..4 {
+                        na[i] = mma_load_a(unsafe { ra.add((16 * i * 72) as usize) }, 72);
+                        nb[i] = mma_load_b(unsafe { rb.add((16 * i) as usize) }, 136);
+                    }
+                }
+                for i in 0..4 {
+                    for j in 0..4 {
+                        acc[i][j] = mma(fa[i], fb[j], acc[i][j]);
+                    }
+                }
+                fa = na;
+                fb = nb;
+            }
+            s += 1;
+        }
+        for p in 0..peers {
+            let peer = (me + p) % world;
+            for i in 0..4 {
+                for j in 0..4 {
+                    let row = row0 + br + wr + 16 * i as u32;
+                    let at = (row * n + bc + wc + 16 * j as u32) as usize;
+                    mma_store_peer(c.add(at), n, acc[i][j], peer);
+                }
+            }
+        }
+    }
+
+    /// The first row and column of this block's 128 x 128 tile of C: blocks go through
+    /// the tiles in groups of eight block rows, down each column of a group before the
+    /// next, so the blocks running at once read a few of B's column blocks (kept in L2).
+    fn block_tile(n: u32) -> [u32; 2] {
+        let blocks_n = n / 128;
+        let blocks_m = grid_dim_x() / blocks_n;
+        let id = block_idx_x();
+        let per_group = 8 * blocks_n;
+        let first = (id / per_group) * 8;
+        let rows = min(blocks_m - first, 8u32);
+        let within = id % per_group;
+        [(first + within % rows) * 128, (within / rows) * 128]
+    }
+
+    /// Starts copying step `step`'s slices into buffer `buf`: the 128 x 64 slice of A at
+    /// column `64 step` of block row `br`, and the 64 x 128 slice of B at row `64 step` of
+    /// block column `bc`.
+    fn stage_step<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        step: u32,
+        br: u32,
+        bc: u32,
+        n: u32,
+        k: u32,
+    ) {
+        let threads = 4 * warp_size();
+        let from_a = unsafe { a.add((br * k + step * 64) as usize) };
+        let from_b = unsafe { b.add((step * 64 * n + bc) as usize) };
+        let to_a = unsafe { sa.add((buf * 9216) as usize) };
+        let to_b = unsafe { sb.add((buf * 8704) as usize) };
+        stage_rows(from_a, k, to_a, 72, 128, 8, threads);
+        stage_rows(from_b, n, to_b, 136, 64, 16, threads);
+    }
+
+    /// Starts copying `rows` rows of `chunks` 16-byte chunks each from `from` (rows
+    /// `ld_from` elements apart) to shared `to` (rows `ld_to` apart), the block's `threads`
+    /// threads taking turns: each thread the same chunk of every (`threads` / `chunks`)-th
+    /// row. With `rows`, `chunks` and `threads` constants, the copies unroll at offsets
+    /// computed once (the copies are a large part of what a step issues).
+    fn stage_rows<T: MmaElement>(
+        from: *const T,
+        ld_from: u32,
+        to: *mut T,
+        ld_to: u32,
+        rows: u32,
+        chunks: u32,
+        threads: u32,
+    ) {
+        let t = thread_idx_x();
+        let (row, col) = (t / chunks, (t % chunks) * 8);
+        let stride = threads / chunks;
+        let src = unsafe { from.add((row * ld_from + col) as usize) };
+        let dst = unsafe { to.add((row * ld_to + col) as usize) };
+        for i in 0..rows / stride {
+            copy_async(
+                unsafe { dst.add((i * stride * ld_to) as usize) } as *mut [T; 8],
+                unsafe { src.add((i * stride * ld_from) as usize) } as *const [T; 8],
+            );
+        }
+    }
+}
