@@ -11,8 +11,9 @@ pub mod staged_kernels {
     /// One 128 x 128 block of C per four warps (each a 64 x 64 quarter, a 4 x 4 array of
     /// accumulators), k in steps of 64 through three shared buffers filled two steps
     /// ahead with `copy_async`, one barrier a step. The copies of a step are unrolled at
-    /// offsets computed once per thread, and each warp loads the fragments of its next
-    /// k slice of 16 (`ldmatrix` on NVIDIA) while it multiplies the current one. Blocks
+    /// offsets computed once per thread and go out after the first k slice's products,
+    /// and each warp loads the fragments of its next k slice of 16 (`ldmatrix` on
+    /// NVIDIA) while it multiplies the current one. Blocks
     /// take their tiles in groups of eight block rows (for L2). Launch with 4 x warp-size
     /// threads and `m / 128 * (n / 128)` blocks; `n` a multiple of 128, `k` of 64. Rows
     /// `row0..` of C get the result, in the copies of `peers` ranks from `me` on: one
@@ -50,12 +51,9 @@ pub mod staged_kernels {
         while s < steps {
             copy_async_wait(1);
             // Step s's slices are in, and every warp is done with step s - 1's buffer,
-            // which takes step s + 2.
+            // which takes step s + 2 (its copies go out after the first k slice's
+            // products, so the matrix units start right after the barrier).
             sync_threads();
-            if s + 2 < steps {
-                stage_step(a, b, sa, sb, (s + 2) % 3, s + 2, br, bc, n, k);
-            }
-            copy_async_commit();
             let cur = s % 3;
             let ta = unsafe { sa.add((cur * 9216 + wr * 72) as usize) } as *const T;
             let tb = unsafe { sb.add((cur * 8704 + wc) as usize) } as *const T;
@@ -82,6 +80,12 @@ pub mod staged_kernels {
                     for j in 0..4 {
                         acc[i][j] = mma(fa[i], fb[j], acc[i][j]);
                     }
+                }
+                if kk == 0 {
+                    if s + 2 < steps {
+                        stage_step(a, b, sa, sb, (s + 2) % 3, s + 2, br, bc, n, k);
+                    }
+                    copy_async_commit();
                 }
                 fa = na;
                 fb = nb;
