@@ -96,7 +96,9 @@ pub fn mma<T: MmaElement>(a: MmaA<T>, b: MmaB<T>, acc: MmaAcc) -> MmaAcc {
 }
 
 /// Stores the accumulator into the 16 x 16 `f32` tile at `tile` (row-major, `ld` elements
-/// between rows).
+/// between rows). Any `tile` and `ld` work; on NVIDIA (and the CPU), where the tile is
+/// 8-byte aligned and `ld` even, each lane's pairs of adjacent columns are written with
+/// one 8-byte store each (the same holds for [`mma_store_peer`]).
 #[inline(always)]
 pub fn mma_store(tile: *mut f32, ld: u32, acc: MmaAcc) {
     let _ = (tile, ld, acc);
