@@ -336,12 +336,7 @@ impl FnBuilder<'_> {
         acc: &str,
     ) -> Result<String, String> {
         let n = layout.offsets.len();
-        let addr = self.def(&format!("ptrtoint {pty} {base} to i64"));
-        let low = self.def(&format!("and i64 {addr}, 7"));
-        let low = self.def(&format!("trunc i64 {low} to i32"));
-        let odd = self.def(&format!("and i32 {ld}, 1"));
-        let either = self.def(&format!("or i32 {low}, {odd}"));
-        let paired = self.def(&format!("icmp eq i32 {either}, 0"));
+        let paired = self.pairs_fit(base, pty, ld);
         let (pairs, singles, done) = (
             self.label("mma_pairs"),
             self.label("mma_singles"),
@@ -356,23 +351,42 @@ impl FnBuilder<'_> {
                     "getelementptr inbounds float, {pty} {base}, i64 {o}"
                 ));
                 let v = self.def(&format!("extractvalue [{n} x float] {acc}, {i}"));
-                if width == 2 {
-                    let v1 = self.def(&format!("extractvalue [{n} x float] {acc}, {}", i + 1));
-                    let pair = self.def(&format!(
-                        "insertelement <2 x float> poison, float {v}, i32 0"
-                    ));
-                    let pair = self.def(&format!(
-                        "insertelement <2 x float> {pair}, float {v1}, i32 1"
-                    ));
-                    self.inst(&format!("store <2 x float> {pair}, {pty} {addr}, align 8"));
-                } else {
-                    self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
-                }
+                let v1 = (width == 2)
+                    .then(|| self.def(&format!("extractvalue [{n} x float] {acc}, {}", i + 1)));
+                self.store_f32s(pty, &addr, &v, v1.as_deref());
             }
             self.jump(&done);
         }
         self.start_block(&done);
         Ok(String::new())
+    }
+
+    /// Whether an accumulator's pairs of adjacent columns can be stored 8 bytes at a
+    /// time: the tile at `base` 8-byte aligned and `ld` (an `i32`) even. An `i1`.
+    pub(super) fn pairs_fit(&mut self, base: &str, pty: &str, ld: &str) -> String {
+        let addr = self.def(&format!("ptrtoint {pty} {base} to i64"));
+        let low = self.def(&format!("and i64 {addr}, 7"));
+        let low = self.def(&format!("trunc i64 {low} to i32"));
+        let odd = self.def(&format!("and i32 {ld}, 1"));
+        let either = self.def(&format!("or i32 {low}, {odd}"));
+        self.def(&format!("icmp eq i32 {either}, 0"))
+    }
+
+    /// Stores `v` at `addr`, or `v` and `next` (the element after it) with one 8-byte
+    /// store.
+    pub(super) fn store_f32s(&mut self, pty: &str, addr: &str, v: &str, next: Option<&str>) {
+        match next {
+            Some(v1) => {
+                let pair = self.def(&format!(
+                    "insertelement <2 x float> poison, float {v}, i32 0"
+                ));
+                let pair = self.def(&format!(
+                    "insertelement <2 x float> {pair}, float {v1}, i32 1"
+                ));
+                self.inst(&format!("store <2 x float> {pair}, {pty} {addr}, align 8"));
+            }
+            None => self.inst(&format!("store float {v}, {pty} {addr}, align 4")),
+        }
     }
 
     /// Where an accumulator store writes: the tile `t` itself (a generic pointer), or its

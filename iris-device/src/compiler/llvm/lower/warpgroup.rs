@@ -296,12 +296,7 @@ impl FnBuilder<'_> {
         let row0 = self.def(&format!("add i32 {w16}, {g}"));
         let q2 = self.def(&format!("shl i32 {q}, 1"));
         let ld64 = self.def(&format!("zext i32 {ld} to i64"));
-        let addr = self.def(&format!("ptrtoint {pty} {p} to i64"));
-        let low = self.def(&format!("and i64 {addr}, 7"));
-        let odd = self.def(&format!("and i32 {ld}, 1"));
-        let low = self.def(&format!("trunc i64 {low} to i32"));
-        let either = self.def(&format!("or i32 {low}, {odd}"));
-        let paired = self.def(&format!("icmp eq i32 {either}, 0"));
+        let paired = self.pairs_fit(&p, &pty, &ld);
         let (pairs, singles, done) = (
             self.label("wg_pairs"),
             self.label("wg_singles"),
@@ -324,18 +319,9 @@ impl FnBuilder<'_> {
                         ));
                         let slot = 4 * i + 2 * h + j;
                         let v = self.def(&format!("extractvalue {ACC} {acc}, {slot}"));
-                        if width == 2 {
-                            let v1 = self.def(&format!("extractvalue {ACC} {acc}, {}", slot + 1));
-                            let pair = self.def(&format!(
-                                "insertelement <2 x float> poison, float {v}, i32 0"
-                            ));
-                            let pair = self.def(&format!(
-                                "insertelement <2 x float> {pair}, float {v1}, i32 1"
-                            ));
-                            self.inst(&format!("store <2 x float> {pair}, {pty} {addr}, align 8"));
-                        } else {
-                            self.inst(&format!("store float {v}, {pty} {addr}, align 4"));
-                        }
+                        let v1 = (width == 2)
+                            .then(|| self.def(&format!("extractvalue {ACC} {acc}, {}", slot + 1)));
+                        self.store_f32s(&pty, &addr, &v, v1.as_deref());
                     }
                 }
             }
