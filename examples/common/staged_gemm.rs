@@ -3,8 +3,8 @@
 
 /// The `mma` (`mma.sync` on NVIDIA) kernel with a three-stage copy pipeline: 105 KiB of
 /// dynamic shared memory per block, which Ampere and Hopper GPUs give a block (and AMD's
-/// gfx950; gfx90a and gfx942 give 64 KiB, and the example and tests/matrix.rs skip the
-/// kernel there, saying why).
+/// gfx950; gfx90a and gfx942 give 64 KiB, and the runtime refuses the module load there,
+/// naming the sizes).
 #[iris::kernels]
 pub mod staged_kernels {
     use iris::prelude::*;

@@ -295,6 +295,39 @@ impl GpuApi for Hip {
         }
     }
 
+    /// HIP needs no opt-in for dynamic shared memory, but a launch asking for more than
+    /// the device gives a block fails without saying why: refuse it at load, naming the
+    /// sizes, as the CUDA driver does.
+    unsafe fn allow_dynamic_shared(
+        function: hipFunction_t,
+        bytes: u32,
+    ) -> std::result::Result<(), String> {
+        let _ = function;
+        let (mut device, mut most) = (0, 0);
+        // SAFETY: valid out-pointers; modules load on the current device.
+        let r = unsafe { hip::hipGetDevice(&mut device) };
+        if r != hip::hipError_t_hipSuccess {
+            return Err(format!("hipGetDevice: {}", describe(r)));
+        }
+        // SAFETY: a valid out-pointer and the current device.
+        let r = unsafe {
+            hip::hipDeviceGetAttribute(
+                &mut most,
+                hip::hipDeviceAttribute_t_hipDeviceAttributeMaxSharedMemoryPerBlock,
+                device,
+            )
+        };
+        if r != hip::hipError_t_hipSuccess {
+            return Err(format!("hipDeviceGetAttribute: {}", describe(r)));
+        }
+        if i64::from(bytes) > i64::from(most) {
+            return Err(format!(
+                "its shared arrays take {bytes} bytes, more than the device allows: {most} bytes per block"
+            ));
+        }
+        Ok(())
+    }
+
     unsafe fn module_unload(module: hipModule_t) -> Result<()> {
         // SAFETY: a live module whose launches have completed (the caller's promise).
         check("hipModuleUnload", unsafe { hip::hipModuleUnload(module) })

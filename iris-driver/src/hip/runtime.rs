@@ -25,6 +25,7 @@ const SYMBOLS: &[&str] = &[
     "hipGetErrorString",
     "hipGetDeviceCount",
     "hipSetDevice",
+    "hipGetDevice",
     "hipDeviceGetName",
     "hipDeviceGetAttribute",
     "hipDeviceTotalMem",

@@ -30,10 +30,12 @@ impl FnBuilder<'_> {
         if !self.arch().is_gpu() {
             return false;
         }
-        let arrays: Vec<u64> = (0..self.func.shared_arrays.len())
-            .map(|i| self.shared_array_align(i).unwrap_or(1))
-            .collect();
-        pointer_facts(p, self.immutable_lets(), &arrays, 0).is_some_and(|a| a >= align)
+        let arrays = self.shared_aligns.get_or_init(|| {
+            (0..self.func.shared_arrays.len())
+                .map(|i| self.shared_array_align(i).unwrap_or(1))
+                .collect()
+        });
+        pointer_facts(p, self.immutable_lets(), arrays, 0).is_some_and(|a| a >= align)
     }
 
     /// Whether `e` (an integer) is provably a multiple of `d` (a power of two).

@@ -57,6 +57,8 @@ pub(super) struct FnBuilder<'a> {
     /// The initializers of the function's immutable `let`s, gathered on first use (the
     /// alignment analysis of `alignment.rs`).
     pub(super) immutable_lets: OnceCell<HashMap<LocalId, Expr>>,
+    /// Each shared array's alignment in bytes, computed on first use (the same analysis).
+    pub(super) shared_aligns: OnceCell<Vec<u64>>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -78,6 +80,7 @@ impl<'a> FnBuilder<'a> {
             terminated: false,
             wgmma_end: None,
             immutable_lets: OnceCell::new(),
+            shared_aligns: OnceCell::new(),
         }
     }
 
