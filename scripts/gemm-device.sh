@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The matrix-unit numbers of docs/performance.md, on the GPU machine, in one call: the GEMM
 # example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
-# (benches/gemm_reference.py), and the SASS instruction mix of the shared-memory kernels
+# (benches/gemm_reference.py), Triton's GEMM built with `mma.sync` and with `wgmma`
+# (benches/gemm_triton_reference.py: the mature compiler's number for each instruction), and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, one file per kernel unit, bundled as
 # gemm*.ARCH.s by:
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
@@ -25,6 +26,8 @@ for r in $ranks; do
     "$bundle/example-iris-gemm" --size 8192 --ranks "$r" --iters 5 --kernel warpgroup_256 2>&1 | tee -a "$log"
 done
 python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
+python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" --mma-sync 2>&1 | tee -a "$log"
+python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" 2>&1 | tee -a "$log"
 if command -v ptxas >/dev/null; then
     : >"$out/sass.txt"
     for ptx in "$bundle"/gemm*.s; do
@@ -41,4 +44,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
