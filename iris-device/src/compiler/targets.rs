@@ -79,6 +79,16 @@ impl Target {
         }
     }
 
+    /// The LLVM target features: PTX 8.0 for sm_90 (the bulk copies and their barriers
+    /// need it; LLVM's default there is 7.8; sm_90a starts at 8.0). CUDA 12.0 and newer
+    /// drivers load it.
+    pub fn features(self) -> &'static str {
+        match self {
+            Target::Sm90 => "+ptx80",
+            _ => "",
+        }
+    }
+
     /// The target a unit is compiled for when `self` is asked for: [`Target::Sm90a`] for
     /// [`Target::Sm90`] when the unit uses warpgroup matrix operations, else `self`.
     pub fn for_unit(self, uses_warpgroup_mma: bool) -> Target {

@@ -5,6 +5,7 @@
 //! panics, because host code has no thread, block or peer to speak of.
 
 mod atomics;
+mod bulk;
 mod element;
 mod ids;
 mod matrix;
@@ -18,6 +19,7 @@ mod warp;
 mod warpgroup;
 
 pub use atomics::*;
+pub use bulk::{bulk_barrier_init, bulk_expect, bulk_wait, copy_bulk};
 pub use element::{max, min, narrow, widen, Acc, Element};
 pub use ids::*;
 pub use matrix::{

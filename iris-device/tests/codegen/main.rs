@@ -3,6 +3,7 @@
 mod abi;
 mod arrays;
 mod atomics;
+mod bulk_copy;
 mod common;
 mod control;
 mod cpu_run;

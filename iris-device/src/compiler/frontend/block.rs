@@ -1,7 +1,8 @@
 //! The block: `sync_threads()`, `fence(order, scope)`, `shared_array::<T, N>()`,
-//! `copy_async(dst, src)` with `copy_async_commit()` and `copy_async_wait(n)`.
+//! `copy_async(dst, src)` with `copy_async_commit()` and `copy_async_wait(n)`, and the
+//! bulk copies: `bulk_barrier_init`, `bulk_expect`, `copy_bulk`, `bulk_wait`.
 
-use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, MemOrder, SharedArray, Type};
+use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, MemOrder, Scalar, SharedArray, Type};
 use super::super::CompileError;
 use super::atomics::{ordering_arg, scope_arg};
 use super::builder::FnBuilder;
@@ -74,8 +75,99 @@ impl FnBuilder<'_> {
                 let op = Intrinsic::CopyAsyncWait { pending };
                 Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
             }
+            "bulk_barrier_init" => {
+                self.arity(c, name, 1)?;
+                let args = self.args(c)?;
+                self.barrier_arg(name, &args[0])?;
+                let [barrier] = super::calls::operands(args);
+                let op = Intrinsic::BulkBarrierInit { barrier };
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
+            }
+            "bulk_expect" | "bulk_wait" => {
+                self.arity(c, name, 2)?;
+                let args = self.args(c)?;
+                self.barrier_arg(name, &args[0])?;
+                self.infer
+                    .unify(&args[1].ty, &Type::Scalar(Scalar::U32), args[1].span)?;
+                let [barrier, value] = super::calls::operands(args);
+                let op = if name == "bulk_expect" {
+                    Intrinsic::BulkExpect {
+                        barrier,
+                        bytes: value,
+                    }
+                } else {
+                    // A block barrier where there is no copy engine: the CPU runs the
+                    // block's threads together.
+                    self.uses_block_barrier = true;
+                    Intrinsic::BulkWait {
+                        barrier,
+                        parity: value,
+                    }
+                };
+                Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
+            }
+            "copy_bulk" => self.copy_bulk(c, span),
             _ => Err(super::calls::unknown_intrinsic(name, span)),
         }
+    }
+
+    /// The barrier argument of `name`: a `*mut u64`.
+    fn barrier_arg(&mut self, name: &str, arg: &Expr) -> Result<(), CompileError> {
+        let want = Type::Ptr {
+            pointee: Box::new(Type::Scalar(Scalar::U64)),
+            mutable: true,
+        };
+        if self.infer.unify(&arg.ty, &want, arg.span).is_err() {
+            return Err(CompileError::new(
+                arg.span,
+                format!(
+                    "`{name}` takes the barrier as a `*mut u64` in block-shared memory (`shared_array::<u64, N>()`), found `{}`",
+                    self.infer.describe(&arg.ty)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `copy_bulk(dst, src, barrier)`: pointers to one type of a multiple of 16 bytes.
+    fn copy_bulk(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
+        self.arity(c, "copy_bulk", 3)?;
+        let args = self.args(c)?;
+        let pointee = |e: &Expr, want_mut: bool| -> Result<Type, CompileError> {
+            match self.infer.shallow(&e.ty) {
+                Type::Ptr { pointee, mutable } if mutable || !want_mut => {
+                    Ok(self.infer.shallow(&pointee))
+                }
+                other => Err(CompileError::new(
+                    e.span,
+                    format!(
+                        "`copy_bulk` takes `{}` pointers, found `{}`",
+                        if want_mut { "*mut T" } else { "*const T" },
+                        self.infer.describe(&other)
+                    ),
+                )),
+            }
+        };
+        let dst = pointee(&args[0], true)?;
+        let src = pointee(&args[1], false)?;
+        self.infer.unify(&src, &dst, args[1].span)?;
+        self.barrier_arg("copy_bulk", &args[2])?;
+        let ty = self.infer.shallow(&dst);
+        match ty.size() {
+            Some(n) if n > 0 && n % 16 == 0 && n < (1 << 20) => {}
+            _ => {
+                return Err(CompileError::new(
+                    span,
+                    format!(
+                        "`copy_bulk` moves a multiple of 16 bytes under 1 MiB (a row such as `[bf16; 64]`); `{}` is not",
+                        self.infer.describe(&ty)
+                    ),
+                ))
+            }
+        }
+        let [dst, src, barrier] = super::calls::operands(args);
+        let op = Intrinsic::CopyBulk { dst, src, barrier };
+        Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
     }
 
     /// `copy_async(dst, src)`: pointers to one type of 4, 8 or 16 bytes.

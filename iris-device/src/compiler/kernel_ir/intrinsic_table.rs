@@ -132,6 +132,10 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("copy_async", Family::Block),
     e("copy_async_commit", Family::Block),
     e("copy_async_wait", Family::Block),
+    e("bulk_barrier_init", Family::Block),
+    e("bulk_expect", Family::Block),
+    e("copy_bulk", Family::Block),
+    e("bulk_wait", Family::Block),
     e("global_timer_ns", Family::Time),
     e("clock64", Family::Time),
     e("nanosleep", Family::Time),
@@ -230,7 +234,11 @@ impl Intrinsic {
             | SharedArray { .. }
             | CopyAsync { .. }
             | CopyAsyncCommit
-            | CopyAsyncWait { .. } => Family::Block,
+            | CopyAsyncWait { .. }
+            | BulkBarrierInit { .. }
+            | BulkExpect { .. }
+            | CopyBulk { .. }
+            | BulkWait { .. } => Family::Block,
             GlobalTimerNs | Clock64 | Nanosleep { .. } => Family::Time,
             RemoteLoad { .. } | RemoteStore { .. } | Get { .. } | Put { .. } | Copy { .. } => {
                 Family::Memory

@@ -528,6 +528,35 @@ pub enum Intrinsic {
         /// Groups that may still be in flight, a constant.
         pending: u32,
     },
+    /// `bulk_barrier_init(barrier)`: a shared `u64` made ready to count bulk copies.
+    BulkBarrierInit {
+        /// The barrier (`*mut u64`, block-shared).
+        barrier: Operand,
+    },
+    /// `bulk_expect(barrier, bytes)`: the bytes that complete the barrier's current phase.
+    BulkExpect {
+        /// The barrier.
+        barrier: Operand,
+        /// Bytes (`u32`).
+        bytes: Operand,
+    },
+    /// `copy_bulk(dst, src, barrier)`: `*src` (a multiple of 16 bytes) into shared `*dst`,
+    /// counted on the barrier.
+    CopyBulk {
+        /// Where to (block-shared memory).
+        dst: Operand,
+        /// From where (global memory).
+        src: Operand,
+        /// The barrier that counts the bytes.
+        barrier: Operand,
+    },
+    /// `bulk_wait(barrier, parity)`: until the phase of that parity completed.
+    BulkWait {
+        /// The barrier.
+        barrier: Operand,
+        /// The phase's parity (`u32`, 0 or 1).
+        parity: Operand,
+    },
     /// `ptr.add(count)` (and `sub`, `offset`): moved by `count` elements.
     PtrOffset {
         /// The pointer.
@@ -857,6 +886,10 @@ impl Intrinsic {
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
+            BulkBarrierInit { barrier } => vec![barrier],
+            BulkExpect { barrier, bytes } => vec![barrier, bytes],
+            CopyBulk { dst, src, barrier } => vec![dst, src, barrier],
+            BulkWait { barrier, parity } => vec![barrier, parity],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -943,6 +976,10 @@ impl Intrinsic {
             | CopyAsyncCommit
             | CopyAsyncWait { .. } => vec![],
             CopyAsync { dst, src } => vec![dst, src],
+            BulkBarrierInit { barrier } => vec![barrier],
+            BulkExpect { barrier, bytes } => vec![barrier, bytes],
+            CopyBulk { dst, src, barrier } => vec![dst, src, barrier],
+            BulkWait { barrier, parity } => vec![barrier, parity],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],

@@ -141,7 +141,7 @@ fn verify(module: &Module, ir: &str) -> Result<(), String> {
 fn target_machine(target: Target) -> Result<TargetMachine, String> {
     let triple = cstring(target.triple(), "triple")?;
     let cpu = cstring(target.cpu(), "cpu")?;
-    let features = cstring("", "features")?;
+    let features = cstring(target.features(), "features")?;
     let mut t: LLVMTargetRef = ptr::null_mut();
     let mut err = ptr::null_mut();
     // SAFETY: valid C strings; the error message is released by take_message.

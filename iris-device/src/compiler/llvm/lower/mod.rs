@@ -22,6 +22,7 @@ mod arch;
 mod arrays;
 mod atomics;
 mod builder;
+mod bulk_copy;
 mod cast;
 mod control;
 mod copy_async;

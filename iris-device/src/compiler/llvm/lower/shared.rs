@@ -39,7 +39,7 @@ pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), Stri
 
 impl FnBuilder<'_> {
     /// `sync_threads()`, `fence(..)`, `shared_array::<T, N>()`, asynchronous copies (in
-    /// `copy_async.rs`).
+    /// `copy_async.rs`) and bulk copies (in `bulk_copy.rs`).
     pub(super) fn lower_block(&mut self, op: &Intrinsic) -> Result<String, String> {
         match op {
             Intrinsic::SyncThreads => {
@@ -61,6 +61,10 @@ impl FnBuilder<'_> {
                 self.copy_async_wait(*pending);
                 Ok(String::new())
             }
+            Intrinsic::BulkBarrierInit { barrier } => self.bulk_barrier_init(barrier),
+            Intrinsic::BulkExpect { barrier, bytes } => self.bulk_expect(barrier, bytes),
+            Intrinsic::CopyBulk { dst, src, barrier } => self.copy_bulk(dst, src, barrier),
+            Intrinsic::BulkWait { barrier, parity } => self.bulk_wait(barrier, parity),
             other => Err(not_in_family(other)),
         }
     }

@@ -1,0 +1,79 @@
+//! Bulk copies: Hopper's copy engine and its barriers on sm_90 and sm_90a (PTX 8.0);
+//! elsewhere copies made at once and block barriers, with no barrier instructions. The
+//! values they move are checked by the root package's tests/bulk_copy.rs on the CPU and
+//! any GPU present.
+
+use crate::common::tools::*;
+use crate::source::unit_from_source;
+use iris_device::abi::TargetKind;
+use iris_device::compiler::{Target, ALL_TARGETS};
+
+/// One batch of 32 rows of 32 bytes through shared memory.
+const ROWS: &str = r#"
+pub fn rows(src: *const u32, out: *mut u32) {
+    let rows = shared_array::<u32, 256>();
+    let bar = shared_array::<u64, 1>();
+    let t = thread_idx_x();
+    if t == 0 {
+        bulk_barrier_init(bar);
+    }
+    sync_threads();
+    if t == 0 {
+        bulk_expect(bar, 1024);
+    }
+    if t < 32 {
+        copy_bulk(
+            unsafe { rows.add((t * 8) as usize) } as *mut [u32; 8],
+            unsafe { src.add((t * 8) as usize) } as *const [u32; 8],
+            bar,
+        );
+    }
+    bulk_wait(bar, 0);
+    unsafe { *out.add(t as usize) = *rows.add(t as usize) };
+}
+"#;
+
+#[test]
+fn bulk_copies_use_the_copy_engine_on_hopper_only() {
+    let unit = unit_from_source("rows", ROWS);
+    for target in ALL_TARGETS {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                let engine = [
+                    "mbarrier.init.shared::cta.b64",
+                    "mbarrier.arrive.expect_tx.shared::cta.b64",
+                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+                    "mbarrier.try_wait.parity.shared::cta.b64",
+                ];
+                if matches!(target, Target::Sm90 | Target::Sm90a) {
+                    assert!(ptx.contains(".version 8.0"), "{name}: PTX version\n{ptx}");
+                    for want in engine {
+                        assert!(ptx.contains(want), "{name}: no `{want}`\n{ptx}");
+                    }
+                    // The copy's size is the type's (32 bytes), the batch's 1024.
+                    for bytes in [32, 1024] {
+                        let set = |l: &str| {
+                            l.trim_start().starts_with("mov.b32")
+                                && l.trim_end().ends_with(&format!(", {bytes};"))
+                        };
+                        assert!(ptx.lines().any(set), "{name}: no {bytes}\n{ptx}");
+                    }
+                } else {
+                    for unwanted in engine {
+                        assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
+                    }
+                    assert!(ptx.contains("barrier.sync") || ptx.contains("bar.sync"));
+                }
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
+                assert!(asm.contains("s_barrier"), "{name}: no s_barrier\n{asm}");
+                assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}
