@@ -6,11 +6,12 @@
 //! deep with k steps of 64, unrolled copies and fragments loaded a step ahead
 //! (`staged_128`, 105 KiB of dynamic shared memory), and the same with the rows copied by
 //! Hopper's copy engine (`bulk_128`, `copy_bulk`); or two warpgroups, a 128 x 256 block
-//! with `wg_mma` (`wgmma` on Hopper) through four stages of dynamic shared memory (`warpgroup_256`, which takes B transposed: the example passes
-//! Bᵀ). Checked against an f64 host reference on sampled entries (relative to the sum of
-//! |products|, the bound of f32 accumulation), timed with device events, and reported in
-//! TFLOP/s, with the ceiling of `mma` on the device measured in the same run
-//! (`mma_ceiling`: products of fragments held in registers, no memory traffic).
+//! with `wg_mma` (`wgmma` on Hopper) through four stages of dynamic shared memory
+//! (`warpgroup_256`, which takes B transposed: the example passes Bᵀ). Checked against an
+//! f64 host reference on sampled entries (relative to the sum of |products|, the bound of
+//! f32 accumulation), timed with device events, and reported in TFLOP/s, with the ceiling
+//! of `mma` on the device measured in the same run (`mma_ceiling`: products of fragments
+//! held in registers, no memory traffic).
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R] [--kernel NAME]

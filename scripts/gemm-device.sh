@@ -2,12 +2,14 @@
 # The matrix-unit numbers of docs/performance.md, on the GPU machine, in one call: the GEMM
 # example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
 # (benches/gemm_reference.py), Triton's GEMM built with `mma.sync` and with `wgmma`
-# (benches/gemm_triton_reference.py: the mature compiler's number for each instruction), and the SASS instruction mix of the shared-memory kernels
+# (benches/gemm_triton_reference.py: a mature compiler's number for each instruction),
+# and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, one file per kernel unit, bundled as
 # gemm*.ARCH.s by:
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
 #   cp /tmp/d/kernels.sm_90.s .device-bundle/gemm.sm_90.s
 #   cp /tmp/d/staged_kernels.sm_90.s .device-bundle/gemm-staged.sm_90.s
+#   cp /tmp/d/bulk_kernels.sm_90.s .device-bundle/gemm-bulk.sm_90.s
 #   cp /tmp/d/warpgroup_kernels.sm_90a.s .device-bundle/gemm.sm_90a.s).
 #
 # Usage: bash scripts/gemm-device.sh [SIZES] [RANKS]   (defaults: "4096 8192" and "2 4")
@@ -44,4 +46,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|bulk|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
