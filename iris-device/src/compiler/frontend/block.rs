@@ -133,26 +133,8 @@ impl FnBuilder<'_> {
     fn copy_bulk(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
         self.arity(c, "copy_bulk", 3)?;
         let args = self.args(c)?;
-        let pointee = |e: &Expr, want_mut: bool| -> Result<Type, CompileError> {
-            match self.infer.shallow(&e.ty) {
-                Type::Ptr { pointee, mutable } if mutable || !want_mut => {
-                    Ok(self.infer.shallow(&pointee))
-                }
-                other => Err(CompileError::new(
-                    e.span,
-                    format!(
-                        "`copy_bulk` takes `{}` pointers, found `{}`",
-                        if want_mut { "*mut T" } else { "*const T" },
-                        self.infer.describe(&other)
-                    ),
-                )),
-            }
-        };
-        let dst = pointee(&args[0], true)?;
-        let src = pointee(&args[1], false)?;
-        self.infer.unify(&src, &dst, args[1].span)?;
+        let ty = self.copied_type("copy_bulk", &args[0], &args[1])?;
         self.barrier_arg("copy_bulk", &args[2])?;
-        let ty = self.infer.shallow(&dst);
         match ty.size() {
             Some(n) if n > 0 && n % 16 == 0 && n < (1 << 20) => {}
             _ => {
@@ -170,10 +152,9 @@ impl FnBuilder<'_> {
         Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
     }
 
-    /// `copy_async(dst, src)`: pointers to one type of 4, 8 or 16 bytes.
-    fn copy_async(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
-        self.arity(c, "copy_async", 2)?;
-        let args = self.args(c)?;
+    /// The type copy `name` moves from `src` (a `*const T` or `*mut T`) to `dst` (a
+    /// `*mut T`).
+    fn copied_type(&mut self, name: &str, dst: &Expr, src: &Expr) -> Result<Type, CompileError> {
         let pointee = |e: &Expr, want_mut: bool| -> Result<Type, CompileError> {
             match self.infer.shallow(&e.ty) {
                 Type::Ptr { pointee, mutable } if mutable || !want_mut => {
@@ -182,17 +163,24 @@ impl FnBuilder<'_> {
                 other => Err(CompileError::new(
                     e.span,
                     format!(
-                        "`copy_async` takes `{}` pointers, found `{}`",
+                        "`{name}` takes `{}` pointers, found `{}`",
                         if want_mut { "*mut T" } else { "*const T" },
                         self.infer.describe(&other)
                     ),
                 )),
             }
         };
-        let dst = pointee(&args[0], true)?;
-        let src = pointee(&args[1], false)?;
-        self.infer.unify(&src, &dst, args[1].span)?;
-        let ty = self.infer.shallow(&dst);
+        let to = pointee(dst, true)?;
+        let from = pointee(src, false)?;
+        self.infer.unify(&from, &to, src.span)?;
+        Ok(self.infer.shallow(&to))
+    }
+
+    /// `copy_async(dst, src)`: pointers to one type of 4, 8 or 16 bytes.
+    fn copy_async(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
+        self.arity(c, "copy_async", 2)?;
+        let args = self.args(c)?;
+        let ty = self.copied_type("copy_async", &args[0], &args[1])?;
         if !matches!(ty.size(), Some(4 | 8 | 16)) {
             return Err(CompileError::new(
                 span,
