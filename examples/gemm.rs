@@ -4,8 +4,7 @@
 //! warps together, a 128 x 128 block staged through shared memory (`block_tile_128`), and
 //! the same two buffers deep with asynchronous copies (`pipelined_128`), and three buffers
 //! deep with k steps of 64, unrolled copies and fragments loaded a step ahead
-//! (`staged_128`, 105 KiB of dynamic shared memory), and the same with the rows copied by
-//! Hopper's copy engine (`bulk_128`, `copy_bulk`); or two warpgroups, a 128 x 256 block
+//! (`staged_128`, 105 KiB of dynamic shared memory); or two warpgroups, a 128 x 256 block
 //! with `wg_mma` (`wgmma` on Hopper) through four stages of dynamic shared memory
 //! (`warpgroup_256`, which takes B transposed: the example passes Bᵀ). Checked against an
 //! f64 host reference on sampled entries (relative to the sum of |products|, the bound of
@@ -359,11 +358,6 @@ use warpgroup_gemm::warpgroup_kernels;
 #[path = "common/staged_gemm.rs"]
 mod staged_gemm;
 use staged_gemm::staged_kernels;
-/// The `mma` kernel whose copies go through the copy engine (`bulk_128`), shared with
-/// tests/matrix.rs.
-#[path = "common/bulk_gemm.rs"]
-mod bulk_gemm;
-use bulk_gemm::bulk_kernels;
 
 /// Threads per block: a multiple of every target's warp (32 and 64).
 const BLOCK: u32 = 256;
@@ -599,7 +593,6 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "block_tile_128",
             "pipelined_128",
             "staged_128",
-            "bulk_128",
             "warpgroup_256",
         ]
     } else {
@@ -610,7 +603,6 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "block_tile_128",
             "pipelined_128",
             "staged_128",
-            "bulk_128",
             "warpgroup_256",
         ]
     };
@@ -678,22 +670,6 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "staged_128" => &|| {
                 let blocks = (m / 128 * (n / 128)) as u32;
                 staged_kernels::staged_128::launch(
-                    iris,
-                    (blocks, 4 * warp),
-                    &da,
-                    &db,
-                    &cs,
-                    n as u32,
-                    k as u32,
-                    0,
-                    0,
-                    1,
-                    1,
-                )
-            },
-            "bulk_128" => &|| {
-                let blocks = (m / 128 * (n / 128)) as u32;
-                bulk_kernels::bulk_128::launch(
                     iris,
                     (blocks, 4 * warp),
                     &da,

@@ -9,7 +9,6 @@
 #   IRIS_DUMP=/tmp/d IRIS_TARGETS=nvidia cargo build --release --example gemm
 #   cp /tmp/d/kernels.sm_90.s .device-bundle/gemm.sm_90.s
 #   cp /tmp/d/staged_kernels.sm_90.s .device-bundle/gemm-staged.sm_90.s
-#   cp /tmp/d/bulk_kernels.sm_90.s .device-bundle/gemm-bulk.sm_90.s
 #   cp /tmp/d/warpgroup_kernels.sm_90a.s .device-bundle/gemm.sm_90a.s).
 #
 # Usage: bash scripts/gemm-device.sh [SIZES] [RANKS]   (defaults: "4096 8192" and "2 4")
@@ -46,4 +45,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|staged|bulk|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
