@@ -15,6 +15,8 @@
 //!   another (against copy);
 //! - `all_gather`: 2, 4 and 8 ranks, 4 KiB to 1 GiB per rank, the example's scalar kernel
 //!   and a 16-byte grid-stride one (against all ranks' bytes over the copy bandwidth);
+//! - `shared_staging`: 8 KiB chunks copied through shared memory, filled by `copy_async`
+//!   or by one `copy_bulk` each (against copy);
 //! - `ping_pong`: a flag bounced between two ranks, one thread each (round trip);
 //! - `module_load`: first launch of a kernel minus a steady launch (the code object's load).
 //!
@@ -26,7 +28,7 @@
 //!
 //! Files: `kernels.rs` (what is measured), `harness.rs` (plans, timing, checks),
 //! `bandwidth.rs` (ceilings and two-rank load/store/copy), `all_gather_case.rs`,
-//! `ping_pong_case.rs`,
+//! `shared_staging_case.rs`, `ping_pong_case.rs`,
 //! `launch.rs` (module loads), `report.rs` (table and JSON).
 
 mod all_gather_case;
@@ -36,6 +38,7 @@ mod kernels;
 mod launch;
 mod ping_pong_case;
 mod report;
+mod shared_staging_case;
 
 use std::time::Instant;
 
@@ -47,6 +50,7 @@ use kernels::*;
 use launch::module_load_case;
 use ping_pong_case::ping_pong_case;
 use report::{print_table, write_json};
+use shared_staging_case::shared_staging_case;
 
 pub(crate) struct Options {
     pub(crate) out: Option<String>,
@@ -202,7 +206,7 @@ fn run(opts: &Options) -> iris::Result<bool> {
     if wanted("module_load") {
         record(&mut rows, "module loads", module_load_case());
     }
-    if ["ceilings", "store", "load", "copy", "all_gather"]
+    if ["ceilings", "store", "load", "copy", "all_gather", "shared_staging"]
         .iter()
         .any(|c| wanted(c))
     {
@@ -224,6 +228,10 @@ fn run(opts: &Options) -> iris::Result<bool> {
             let result = all_gather_case(&plan, ranks, memcpy_gbps);
             record(&mut rows, &format!("all-gather at {ranks} ranks"), result);
         }
+    }
+    if wanted("shared_staging") {
+        let result = shared_staging_case(&plan, memcpy_gbps);
+        record(&mut rows, "shared staging", result);
     }
     if wanted("ping_pong") {
         let system = ping_pong_case(&plan, false).map(|r| vec![r]);
