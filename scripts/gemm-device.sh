@@ -3,6 +3,7 @@
 # example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
 # (benches/gemm_reference.py), Triton's GEMM built with `mma.sync` and with `wgmma`
 # (benches/gemm_triton_reference.py: a mature compiler's number for each instruction),
+# `staged_128`'s algorithm in CUDA C++ built by nvcc (benches/gemm_mma_reference.cu),
 # and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, one file per kernel unit, bundled as
 # gemm*.ARCH.s by:
@@ -29,6 +30,11 @@ done
 python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
 python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" --mma-sync 2>&1 | tee -a "$log"
 python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" 2>&1 | tee -a "$log"
+if command -v nvcc >/dev/null; then
+    nvcc -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -o /tmp/gemm_mma_reference \
+        benches/gemm_mma_reference.cu 2>&1 | grep -E "registers|spill" | tee -a "$log"
+    /tmp/gemm_mma_reference $sizes 2>&1 | tee -a "$log"
+fi
 if command -v ptxas >/dev/null; then
     : >"$out/sass.txt"
     for ptx in "$bundle"/gemm*.s; do
@@ -45,4 +51,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton|nvcc)|ranks,|torch.matmul" "$log"
