@@ -32,7 +32,7 @@ python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" --mma-sync 2>&1
 python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" 2>&1 | tee -a "$log"
 if command -v nvcc >/dev/null; then
     nvcc -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -o /tmp/gemm_mma_reference \
-        benches/gemm_mma_reference.cu 2>&1 | grep -E "registers|spill" | tee -a "$log"
+        benches/gemm_mma_reference.cu -lcuda 2>&1 | grep -E "registers|spill" | tee -a "$log"
     /tmp/gemm_mma_reference $sizes 2>&1 | tee -a "$log"
 fi
 if command -v ptxas >/dev/null; then
