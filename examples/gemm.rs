@@ -4,13 +4,14 @@
 //! warps together, a 128 x 128 block staged through shared memory (`block_tile_128`), and
 //! the same two buffers deep with asynchronous copies (`pipelined_128`), and three buffers
 //! deep with k steps of 64, unrolled copies and fragments loaded a step ahead
-//! (`staged_128`, 105 KiB of dynamic shared memory); or two warpgroups, a 128 x 256 block
-//! with `wg_mma` (`wgmma` on Hopper) through four stages of dynamic shared memory
-//! (`warpgroup_256`, which takes B transposed: the example passes Bᵀ). Checked against an
-//! f64 host reference on sampled entries (relative to the sum of |products|, the bound of
-//! f32 accumulation), timed with device events, and reported in TFLOP/s, with the ceiling
-//! of `mma` on the device measured in the same run (`mma_ceiling`: products of fragments
-//! held in registers, no memory traffic).
+//! (`staged_128`, 105 KiB of dynamic shared memory), and the same with its tiles brought
+//! by the copy engine (`tiles_128`: `copy_tile`, swizzled fragment loads); or two
+//! warpgroups, a 128 x 256 block with `wg_mma` (`wgmma` on Hopper) through four stages of
+//! dynamic shared memory (`warpgroup_256`, which takes B transposed: the example passes
+//! Bᵀ). Checked against an f64 host reference on sampled entries (relative to the sum of
+//! |products|, the bound of f32 accumulation), timed with device events, and reported in
+//! TFLOP/s, with the ceiling of `mma` on the device measured in the same run
+//! (`mma_ceiling`: products of fragments held in registers, no memory traffic).
 //!
 //! ```text
 //! cargo run --release --example gemm -- [--size 4096] [--iters 10] [--ranks R] [--kernel NAME]
@@ -571,6 +572,9 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
         .collect();
     let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
     let dbt = iris.from_slice(&transposed(&b, k, n))?;
+    // What `tiles_128` copies from: A in boxes of 128 rows, B in boxes of 64.
+    let a_map = iris.tile_map(&da, m, k, 128)?;
+    let b_map = iris.tile_map(&db, k, n, 64)?;
     let c: Buffer<f32> = iris.zeros(m * n)?;
     let cs = iris.symmetric_zeros::<f32>(m * n)?;
     let flops = 2.0 * (m * n * k) as f64;
@@ -593,6 +597,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "block_tile_128",
             "pipelined_128",
             "staged_128",
+            "tiles_128",
             "warpgroup_256",
         ]
     } else {
@@ -603,6 +608,7 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
             "block_tile_128",
             "pipelined_128",
             "staged_128",
+            "tiles_128",
             "warpgroup_256",
         ]
     };
@@ -674,6 +680,22 @@ fn gemm(iris: &Iris, size: usize, iters: usize) -> iris::Result<bool> {
                     (blocks, 4 * warp),
                     &da,
                     &db,
+                    &cs,
+                    n as u32,
+                    k as u32,
+                    0,
+                    0,
+                    1,
+                    1,
+                )
+            },
+            "tiles_128" => &|| {
+                let blocks = (m / 128 * (n / 128)) as u32;
+                staged_kernels::tiles_128::launch(
+                    iris,
+                    (blocks, 4 * warp),
+                    &a_map,
+                    &b_map,
                     &cs,
                     n as u32,
                     k as u32,

@@ -51,4 +51,4 @@ if command -v ptxas >/dev/null; then
         "$out/sass.txt" | sort | tee -a "$log"
 fi
 echo "== summary"
-grep -E "^(block_tile|pipelined|staged|warpgroup|warp_tile|mma_ceiling|triton|nvcc)|ranks,|torch.matmul" "$log"
+grep -E "^(block_tile|pipelined|staged|tiles|warpgroup|warp_tile|mma_ceiling|triton|nvcc)|ranks,|torch.matmul" "$log"

@@ -53,7 +53,7 @@ pub use iris_host::{
     ConstI64, ConstI8, ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8, ConstUsize, DeviceInfo,
     DevicePtr, Error, Event, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv,
     Result, ShmemBootstrap, ShmemEngine, StreamRef, SymmetricAddressMap, SymmetricBuffer,
-    SymmetricProvider, World,
+    SymmetricProvider, World, TILE_MAP_WORDS,
 };
 
 pub mod ccl;

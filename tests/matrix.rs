@@ -732,13 +732,16 @@ fn refused_for_shared_memory(backend: iris::BackendKind, launched: &iris::Result
     }
 }
 
-/// The example's 128 x 128 `mma` kernel (three stages, dynamic shared memory on GPUs).
+/// The example's 128 x 128 `mma` kernels (three stages, dynamic shared memory on GPUs):
+/// `staged_128` with `copy_async`, `tiles_128` with the copy engine's `copy_tile` and
+/// swizzled fragment loads.
 #[path = "../examples/common/staged_gemm.rs"]
 mod staged_gemm;
 
 #[test]
-fn staged_gemm_with_three_stages_matches_the_host_exactly() {
-    // Four k steps of 64: the third buffer's refill wraps to the first.
+fn staged_gemms_with_three_stages_match_the_host_exactly() {
+    // Four k steps of 64: the third buffer's refill wraps to the first (and, for
+    // `tiles_128`, its barrier's second phase has parity 1).
     let (m, n, k) = (128usize, 128usize, 256usize);
     let a: Vec<f32> = (0..m * k).map(|i| small(i, 17)).collect();
     let b: Vec<f32> = (0..k * n).map(|i| small(i, 18)).collect();
@@ -749,37 +752,38 @@ fn staged_gemm_with_three_stages_matches_the_host_exactly() {
         } else {
             128
         };
-        World::threads(1)
-            .backend(backend)
-            .run(|iris| {
-                let da = iris.from_slice(&as_bf16(&a))?;
-                let db = iris.from_slice(&as_bf16(&b))?;
-                let c = iris.symmetric_zeros::<f32>(m * n)?;
-                c.copy_from_slice(&vec![f32::NAN; m * n])?;
-                let blocks = (m / 128 * (n / 128)) as u32;
-                let launched = staged_gemm::staged_kernels::staged_128::launch(
-                    iris,
-                    (blocks, threads),
-                    &da,
-                    &db,
-                    &c,
-                    n as u32,
-                    k as u32,
-                    0,
-                    0,
-                    1,
-                    1,
-                );
-                // 105 KiB of shared memory: more than gfx90a, gfx942 and NVIDIA GPUs before
-                // Ampere give a block.
-                if refused_for_shared_memory(backend, &launched) {
-                    return Ok(());
-                }
-                launched?;
-                assert_eq!(c.to_vec()?, want);
-                Ok(())
-            })
-            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        for kernel in ["staged_128", "tiles_128"] {
+            World::threads(1)
+                .backend(backend)
+                .run(|iris| {
+                    let da = iris.from_slice(&as_bf16(&a))?;
+                    let db = iris.from_slice(&as_bf16(&b))?;
+                    let c = iris.symmetric_zeros::<f32>(m * n)?;
+                    c.copy_from_slice(&vec![f32::NAN; m * n])?;
+                    let grid = ((m / 128 * (n / 128)) as u32, threads);
+                    let (n32, k32) = (n as u32, k as u32);
+                    let launched = if kernel == "staged_128" {
+                        staged_gemm::staged_kernels::staged_128::launch(
+                            iris, grid, &da, &db, &c, n32, k32, 0, 0, 1, 1,
+                        )
+                    } else {
+                        let a_map = iris.tile_map(&da, m, k, 128)?;
+                        let b_map = iris.tile_map(&db, k, n, 64)?;
+                        staged_gemm::staged_kernels::tiles_128::launch(
+                            iris, grid, &a_map, &b_map, &c, n32, k32, 0, 0, 1, 1,
+                        )
+                    };
+                    // 96 or 105 KiB of shared memory: more than gfx90a, gfx942 and NVIDIA
+                    // GPUs before Ampere give a block.
+                    if refused_for_shared_memory(backend, &launched) {
+                        return Ok(());
+                    }
+                    launched?;
+                    assert_eq!(c.to_vec()?, want, "{kernel}");
+                    Ok(())
+                })
+                .unwrap_or_else(|e| panic!("{backend}, {kernel}: {e}"));
+        }
     }
 }
 

@@ -206,9 +206,16 @@ fn run(opts: &Options) -> iris::Result<bool> {
     if wanted("module_load") {
         record(&mut rows, "module loads", module_load_case());
     }
-    if ["ceilings", "store", "load", "copy", "all_gather", "shared_staging"]
-        .iter()
-        .any(|c| wanted(c))
+    if [
+        "ceilings",
+        "store",
+        "load",
+        "copy",
+        "all_gather",
+        "shared_staging",
+    ]
+    .iter()
+    .any(|c| wanted(c))
     {
         record(&mut rows, "ceilings", ceilings(&plan));
     }

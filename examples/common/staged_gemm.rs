@@ -1,10 +1,11 @@
-//! The multistage `mma` GEMM kernel of `examples/gemm.rs` (`staged_128`), in its own file
-//! so that tests/matrix.rs checks the same code on every backend.
+//! The multistage `mma` GEMM kernels of `examples/gemm.rs` (`staged_128`, and `tiles_128`
+//! with the copy engine's tile copies), in their own file so that tests/matrix.rs checks
+//! the same code on every backend.
 
-/// The `mma` (`mma.sync` on NVIDIA) kernel with a three-stage copy pipeline: 105 KiB of
-/// dynamic shared memory per block, which Ampere and Hopper GPUs give a block (and AMD's
-/// gfx950; gfx90a and gfx942 give 64 KiB, and the runtime refuses the module load there,
-/// naming the sizes).
+/// The `mma` (`mma.sync` on NVIDIA) kernels with a three-stage copy pipeline: 105 KiB
+/// (`staged_128`) and 96 KiB (`tiles_128`) of dynamic shared memory per block, which
+/// Ampere and Hopper GPUs give a block (and AMD's gfx950; gfx90a and gfx942 give 64 KiB,
+/// and the runtime refuses the module load there, naming the sizes).
 #[iris::kernels]
 pub mod staged_kernels {
     use iris::prelude::*;
@@ -103,6 +104,121 @@ pub mod staged_kernels {
                 }
             }
         }
+    }
+
+    /// `staged_128` with its tiles brought by the copy engine: per step, one `copy_tile`
+    /// of A's 128 x 64 box and two of B's 64 x 64 halves (thread 0 issues them; the tile
+    /// maps `a_map` and `b_map` come from `Iris::tile_map` with 128 and 64 box rows),
+    /// landing in the 128-byte swizzle, which the fragment loads read
+    /// (`mma_load_a_swizzled`, `mma_load_b_swizzled`). No padding and no thread copies:
+    /// the threads' memory pipeline is left to `ldmatrix`. Three buffers of 32 KiB, each
+    /// counted on its barrier, filled two steps ahead. Launch as `staged_128`.
+    #[kernel(instances(T = [bf16]))]
+    pub fn tiles_128<T: MmaElement>(
+        a_map: *const u64,
+        b_map: *const u64,
+        c: Symmetric<f32>,
+        n: u32,
+        k: u32,
+        row0: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
+        // 3 buffers x (A 128 x 64, then B's two 64 x 64 halves), each box 128-byte rows.
+        let tiles = shared_array::<T, 49152>();
+        let bars = shared_array::<u64, 3>();
+        let tile = block_tile(n);
+        let (br, bc) = (tile[0], tile[1]);
+        let warp = thread_idx_x() / warp_size();
+        let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
+        let mut acc = [[mma_zero(); 4]; 4];
+        let steps = k / 64;
+        let first_thread = thread_idx_x() == 0;
+        if first_thread {
+            for i in 0..3 {
+                bulk_barrier_init(unsafe { bars.add(i) });
+            }
+        }
+        sync_threads();
+        if first_thread {
+            for first in 0..2 {
+                let first = first as u32;
+                if first < steps {
+                    tile_step(a_map, b_map, tiles, bars, first, br, bc);
+                }
+            }
+        }
+        let mut s = 0u32;
+        while s < steps {
+            // Buffer s % 3 holds steps s % 3, + 3, + 6, ..: its barrier's phase s / 3.
+            bulk_wait(unsafe { bars.add((s % 3) as usize) }, (s / 3) % 2);
+            // Every warp is done with step s - 1's buffer, which takes step s + 2.
+            sync_threads();
+            let ta = unsafe { tiles.add(((s % 3) * 16384) as usize) } as *const T;
+            let tb = unsafe { ta.add((8192 + (wc / 64) * 4096) as usize) };
+            let mut fa = [mma_load_a_swizzled(ta, wr, 0); 4];
+            let mut fb = [mma_load_b_swizzled(tb, 0, 0); 4];
+            for i in 1..4 {
+                fa[i] = mma_load_a_swizzled(ta, wr + 16 * i as u32, 0);
+                fb[i] = mma_load_b_swizzled(tb, 0, 16 * i as u32);
+            }
+            for kk in 0..4 {
+                let kk = kk as u32;
+                // The next slice's fragments load while this one multiplies.
+                let mut na = fa;
+                let mut nb = fb;
+                if kk < 3 {
+                    for i in 0..4 {
+                        let iu = i as u32;
+                        na[i] = mma_load_a_swizzled(ta, wr + 16 * iu, 16 * (kk + 1));
+                        nb[i] = mma_load_b_swizzled(tb, 16 * (kk + 1), 16 * iu);
+                    }
+                }
+                for i in 0..4 {
+                    for j in 0..4 {
+                        acc[i][j] = mma(fa[i], fb[j], acc[i][j]);
+                    }
+                }
+                if kk == 0 && first_thread && s + 2 < steps {
+                    tile_step(a_map, b_map, tiles, bars, s + 2, br, bc);
+                }
+                fa = na;
+                fb = nb;
+            }
+            s += 1;
+        }
+        for p in 0..peers {
+            let peer = (me + p) % world;
+            for i in 0..4 {
+                for j in 0..4 {
+                    let row = row0 + br + wr + 16 * i as u32;
+                    let at = (row * n + bc + wc + 16 * j as u32) as usize;
+                    mma_store_peer(c.add(at), n, acc[i][j], peer);
+                }
+            }
+        }
+    }
+
+    /// Starts step `step`'s boxes into buffer `step % 3`, counted on its barrier: A's
+    /// 128 x 64 box at column `64 step`, row `br`; B's two 64 x 64 halves at columns `bc`
+    /// and `bc + 64`, row `64 step` (32 KiB of `bf16`, `f16`).
+    fn tile_step<T: MmaElement>(
+        a_map: *const u64,
+        b_map: *const u64,
+        tiles: *mut T,
+        bars: *mut u64,
+        step: u32,
+        br: u32,
+        bc: u32,
+    ) {
+        let buf = step % 3;
+        let bar = unsafe { bars.add(buf as usize) };
+        let at = unsafe { tiles.add((buf * 16384) as usize) };
+        bulk_expect(bar, 32768);
+        copy_tile(at, a_map, step * 64, br, bar);
+        copy_tile(unsafe { at.add(8192) }, b_map, bc, step * 64, bar);
+        copy_tile(unsafe { at.add(12288) }, b_map, bc + 64, step * 64, bar);
     }
 
     /// The first row and column of this block's 128 x 128 tile of C: blocks go through

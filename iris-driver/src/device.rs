@@ -70,6 +70,24 @@ pub struct DeviceInfo {
     pub work_queues: u32,
 }
 
+/// A row-major matrix in device memory read in boxes by the copy engine: what
+/// [`Device::tile_map`] describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileShape {
+    /// The device address of element (0, 0), 16-byte aligned.
+    pub base: u64,
+    /// Rows of the matrix.
+    pub rows: u64,
+    /// Elements per row (rows are this far apart), whose bytes are a multiple of 16.
+    pub cols: u64,
+    /// Bytes per element: 1, 2, 4 or 8.
+    pub elem_bytes: u32,
+    /// Rows per box, 1 to 256.
+    pub box_rows: u32,
+    /// Elements per box row: 128 bytes of them (the 128-byte swizzle's row).
+    pub box_cols: u32,
+}
+
 /// What an allocation will be used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
@@ -212,6 +230,16 @@ pub trait Device: Send + Sync {
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32>;
+
+    /// The copy engine's description of `shape` (CUDA's 128-byte `CUtensorMap`, boxes in
+    /// the 128-byte swizzle), or `None` where the device has no copy engine for tiles
+    /// (before Hopper, AMD, the CPU: kernels there copy the boxes themselves).
+    ///
+    /// The default returns `None`.
+    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+        let _ = shape;
+        Ok(None)
+    }
 
     /// Allocates `bytes` (> 0) of device memory that other processes can map: its
     /// descriptor comes from [`export_fd`](Device::export_fd), and peers map it with

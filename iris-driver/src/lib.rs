@@ -32,7 +32,7 @@ mod work_queues;
 
 pub use device::{
     downcast, select_code_object, Backend, Device, DeviceInfo, Event, Graph, LaunchDims,
-    MemoryKind, Module, Stream,
+    MemoryKind, Module, Stream, TileShape,
 };
 pub use error::{Error, Result};
 pub use kind::BackendKind;

@@ -162,6 +162,32 @@ impl Iris {
         Buffer::from_slice(&self.core, data)
     }
 
+    /// A tile map of `matrix`, a row-major `rows` x `cols` matrix, for the kernels'
+    /// `copy_tile`: boxes of `box_rows` rows of 128 bytes (64 `bf16`), landing in shared
+    /// memory in the 128-byte swizzle. A device buffer of [`TILE_MAP_WORDS`](crate::TILE_MAP_WORDS)
+    /// words that kernels take as a `*const u64`: the copy engine's description where the
+    /// device has one (Hopper), then the matrix's address and shape, from which kernels
+    /// elsewhere copy the boxes themselves. It holds `matrix`'s address: keep `matrix`
+    /// alive while kernels use the map. Errors with [`Error::InvalidConfig`] when the
+    /// shape does not fit the buffer or the copy engine (rows of a multiple of 16 bytes,
+    /// at least a box row long; 1 to 256 box rows).
+    pub fn tile_map<T: Pod>(
+        &self,
+        matrix: &Buffer<'_, T>,
+        rows: usize,
+        cols: usize,
+        box_rows: usize,
+    ) -> Result<Buffer<'_, u64>> {
+        let words = crate::memory::tile_map_words(
+            self.device(),
+            matrix.addr(),
+            matrix.len(),
+            std::mem::size_of::<T>(),
+            (rows, cols, box_rows),
+        )?;
+        self.from_slice(&words)
+    }
+
     /// `len` copies of `value` in device memory.
     pub fn full<T: Pod>(&self, len: usize, value: T) -> Result<Buffer<'_, T>> {
         Buffer::full(&self.core, len, value)

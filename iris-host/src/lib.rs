@@ -32,7 +32,7 @@ pub use launch::{
     ConstI16, ConstI32, ConstI64, ConstI8, ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8,
     ConstUsize, KernelArgs, LaunchConfig,
 };
-pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod};
+pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod, TILE_MAP_WORDS};
 pub use rank::RankCore;
 pub use streams::{CapturedGraph, StreamRef};
 pub use symmetric::{

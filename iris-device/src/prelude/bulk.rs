@@ -32,6 +32,29 @@
 
 use super::{device_only, DeviceValue};
 
+/// Starts copying one box of a matrix into block-shared memory at `dst`, counted on
+/// `barrier`'s current phase like [`copy_bulk`]: the box of the host's tile map `map`
+/// (`Iris::tile_map`: `box_rows` rows of 128 bytes) whose first element is at column
+/// `col`, row `row` of the matrix. The box lands in the 128-byte swizzle, the layout
+/// Hopper's copy engine writes and `mma_load_a_swizzled`-style loads read: box row `r`
+/// at byte `128 r` of `dst`, its 16-byte chunk `c` at chunk `c ^ (r % 8)` of that row;
+/// `dst` on a 1024-byte boundary. Elements outside the matrix read as zeros. It counts
+/// `box_rows x 128` bytes on the barrier (announce them with [`bulk_expect`]).
+///
+/// On sm_90 and sm_90a one `cp.async.bulk.tensor` request; elsewhere the calling thread
+/// copies the box at once (so one thread per box, as there).
+#[inline(always)]
+pub fn copy_tile<T: DeviceValue>(
+    dst: *mut T,
+    map: *const u64,
+    col: u32,
+    row: u32,
+    barrier: *mut u64,
+) {
+    let _ = (dst, map, col, row, barrier);
+    device_only("copy_tile")
+}
+
 /// Makes `barrier` (a `u64` in block-shared memory) ready to count batches of bulk copies;
 /// one thread calls it, then the block calls `sync_threads` before the first use.
 #[inline(always)]

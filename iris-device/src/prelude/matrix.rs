@@ -82,6 +82,24 @@ pub fn mma_load_b<T: MmaElement>(tile: *const T, ld: u32) -> MmaB<T> {
     device_only("mma_load_b")
 }
 
+/// Loads the 16 x 16 tile of A at row `row`, column `col` (a multiple of 8) of a box in
+/// the 128-byte swizzle, as `copy_tile` leaves it: rows of 64 elements, the 8-element
+/// chunk `c` of row `r` at chunk `c ^ (r % 8)`, `tile` the box's first byte (on a
+/// 1024-byte boundary).
+#[inline(always)]
+pub fn mma_load_a_swizzled<T: MmaElement>(tile: *const T, row: u32, col: u32) -> MmaA<T> {
+    let _ = (tile, row, col);
+    device_only("mma_load_a_swizzled")
+}
+
+/// Loads the 16 x 16 tile of B at row `row` (k), column `col` (a multiple of 8) of a box
+/// in the 128-byte swizzle (see [`mma_load_a_swizzled`]).
+#[inline(always)]
+pub fn mma_load_b_swizzled<T: MmaElement>(tile: *const T, row: u32, col: u32) -> MmaB<T> {
+    let _ = (tile, row, col);
+    device_only("mma_load_b_swizzled")
+}
+
 /// An accumulator of zeros.
 #[inline(always)]
 pub fn mma_zero() -> MmaAcc {

@@ -19,12 +19,12 @@ mod warp;
 mod warpgroup;
 
 pub use atomics::*;
-pub use bulk::{bulk_barrier_init, bulk_expect, bulk_wait, copy_bulk};
+pub use bulk::{bulk_barrier_init, bulk_expect, bulk_wait, copy_bulk, copy_tile};
 pub use element::{max, min, narrow, widen, Acc, Element};
 pub use ids::*;
 pub use matrix::{
-    mma, mma_add_peer, mma_load_a, mma_load_b, mma_store, mma_store_peer, mma_zero, MmaA, MmaAcc,
-    MmaB, MmaElement, MMA_K, MMA_M, MMA_N,
+    mma, mma_add_peer, mma_load_a, mma_load_a_swizzled, mma_load_b, mma_load_b_swizzled, mma_store,
+    mma_store_peer, mma_zero, MmaA, MmaAcc, MmaB, MmaElement, MMA_K, MMA_M, MMA_N,
 };
 pub use memory::*;
 pub use scope::{fence, Scope};

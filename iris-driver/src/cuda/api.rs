@@ -12,13 +12,13 @@ use std::ffi::CStr;
 use iris_device::abi::{CodeObject, KernelUnit};
 
 use super::context::PrimaryContext;
-use super::driver::{check, describe, error, load};
+use super::driver::{check, describe, error, has_symbols, load};
 use super::info::{device_handle, query};
 use super::module::{load_now, load_ptx};
 use super::shared::{SharedApi, SharedMemory, IPC_HANDLE_BYTES};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuApi, GpuDevice, GpuEvent, GpuModule, GpuStream, Query};
-use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind};
+use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind, TileShape};
 
 /// An NVIDIA GPU: its compute capability and its shared-memory support.
 pub struct Cuda {
@@ -342,6 +342,62 @@ impl GpuApi for Cuda {
             )
         })?;
         Ok(u32::try_from(blocks).unwrap_or(0))
+    }
+
+    /// `cuTensorMapEncodeTiled` on Hopper and newer (compute capability 9 and up), whose
+    /// kernels copy tiles with it; `None` before, where the kernels copy the boxes
+    /// themselves. The element type is only its size: the engine moves bytes.
+    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+        let number: u32 = info
+            .target
+            .trim_start_matches("sm_")
+            .trim_end_matches(char::is_alphabetic)
+            .parse()
+            .unwrap_or(0);
+        if number < 90 {
+            return Ok(None);
+        }
+        if !has_symbols(&["cuTensorMapEncodeTiled"]) {
+            return Err(Error::Unsupported {
+                backend: BackendKind::Cuda,
+                what: "tile maps on this driver (cuTensorMapEncodeTiled: CUDA 12.0 and newer)",
+            });
+        }
+        use sys::CUtensorMapDataType_enum as Data;
+        let data = match shape.elem_bytes {
+            1 => Data::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            2 => Data::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            4 => Data::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            _ => Data::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+        };
+        let dims = [shape.cols, shape.rows];
+        let strides = [shape.cols * u64::from(shape.elem_bytes)];
+        let boxes = [shape.box_cols, shape.box_rows];
+        let unit = [1u32, 1];
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: valid out-pointer and arrays of the rank's lengths; the driver reads the
+        // address only to describe it (the caller keeps the allocation alive while used).
+        check("cuTensorMapEncodeTiled", unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                data,
+                2,
+                shape.base as *mut core::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                unit.as_ptr(),
+                sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle_enum::CU_TENSOR_MAP_SWIZZLE_128B,
+                sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        })?;
+        let mut bytes = [0u8; 128];
+        for (i, word) in map.opaque.iter().enumerate() {
+            bytes[8 * i..8 * i + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        Ok(Some(bytes))
     }
 
     /// Uses [`CudaDevice::shared_api`]; when `cuMemCreate` fails for a reason other than

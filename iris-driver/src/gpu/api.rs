@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use iris_device::abi::{CodeObject, KernelUnit};
 
 use crate::error::Result;
-use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind};
+use crate::{BackendKind, DeviceInfo, LaunchDims, MemoryKind, TileShape};
 
 /// The answer of a stream or event query.
 #[derive(Debug)]
@@ -172,6 +172,13 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32>;
+
+    /// The copy engine's description of a matrix (see
+    /// [`Device::tile_map`](crate::Device::tile_map)); `None` by default.
+    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+        let _ = (info, shape);
+        Ok(None)
+    }
 
     /// Allocates memory other processes can map (see
     /// [`Device::alloc_exportable`](crate::Device::alloc_exportable)).

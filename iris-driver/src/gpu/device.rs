@@ -10,7 +10,9 @@ use super::module::GpuModule;
 use super::stream::{GpuEvent, GpuStream};
 use super::wait::COPY_TIMEOUT;
 use crate::error::{Error, Result};
-use crate::{downcast, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream};
+use crate::{
+    downcast, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream, TileShape,
+};
 
 /// One GPU: its context (made current on the calling thread before every call), its
 /// description, and the vendor's state.
@@ -223,6 +225,11 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         A::make_current(&self.ctx)?;
         // SAFETY: a live function of this device.
         unsafe { A::max_active_blocks(function, block_threads, dynamic_shared_bytes) }
+    }
+
+    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+        A::make_current(&self.ctx)?;
+        A::tile_map(&self.info, shape)
     }
 
     fn alloc_exportable(&self, bytes: usize, kind: MemoryKind) -> Result<u64> {

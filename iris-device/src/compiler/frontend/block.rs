@@ -107,6 +107,7 @@ impl FnBuilder<'_> {
                 Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
             }
             "copy_bulk" => self.copy_bulk(c, span),
+            "copy_tile" => self.copy_tile(c, span),
             _ => Err(super::calls::unknown_intrinsic(name, span)),
         }
     }
@@ -127,6 +128,52 @@ impl FnBuilder<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// `copy_tile(dst, map, col, row, barrier)`: a `*mut T`, the tile map (`*const u64`),
+    /// two `u32` and the barrier.
+    fn copy_tile(&mut self, c: &syn::ExprCall, span: Span) -> Result<Expr, CompileError> {
+        self.arity(c, "copy_tile", 5)?;
+        let args = self.args(c)?;
+        if !matches!(
+            self.infer.shallow(&args[0].ty),
+            Type::Ptr { mutable: true, .. }
+        ) {
+            return Err(CompileError::new(
+                args[0].span,
+                format!(
+                    "`copy_tile` copies into a `*mut T` in block-shared memory, found `{}`",
+                    self.infer.describe(&args[0].ty)
+                ),
+            ));
+        }
+        let map = Type::Ptr {
+            pointee: Box::new(Type::Scalar(Scalar::U64)),
+            mutable: false,
+        };
+        if self.infer.unify(&args[1].ty, &map, args[1].span).is_err() {
+            return Err(CompileError::new(
+                args[1].span,
+                format!(
+                    "`copy_tile` reads the tile map as a `*const u64` (a kernel parameter given `Iris::tile_map`'s buffer), found `{}`",
+                    self.infer.describe(&args[1].ty)
+                ),
+            ));
+        }
+        for a in &args[2..4] {
+            self.infer
+                .unify(&a.ty, &Type::Scalar(Scalar::U32), a.span)?;
+        }
+        self.barrier_arg("copy_tile", &args[4])?;
+        let [dst, map, col, row, barrier] = super::calls::operands(args);
+        let op = Intrinsic::CopyTile {
+            dst,
+            map,
+            col,
+            row,
+            barrier,
+        };
+        Ok(self.expr(ExprKind::Intrinsic(op), Type::Unit, span))
     }
 
     /// `copy_bulk(dst, src, barrier)`: pointers to one type of a multiple of 16 bytes.

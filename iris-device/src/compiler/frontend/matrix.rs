@@ -21,6 +21,7 @@ impl FnBuilder<'_> {
         let want = match name {
             "mma_zero" => 0,
             "mma_load_a" | "mma_load_b" => 2,
+            "mma_load_a_swizzled" | "mma_load_b_swizzled" => 3,
             "mma" | "mma_store" => 3,
             _ => 4,
         };
@@ -32,10 +33,8 @@ impl FnBuilder<'_> {
         });
         let mut next = || args.next();
         let (op, ty) = match name {
-            "mma_load_a" | "mma_load_b" => {
+            "mma_load_a" | "mma_load_b" | "mma_load_a_swizzled" | "mma_load_b_swizzled" => {
                 let tile = next()?;
-                let ld = next()?;
-                self.expect(&ld, &u32t)?;
                 let elem = match self.infer.shallow(&tile.ty) {
                     Type::Ptr { pointee, .. } => match *pointee {
                         Type::Scalar(s @ (Scalar::BF16 | Scalar::F16)) => s,
@@ -51,20 +50,33 @@ impl FnBuilder<'_> {
                         ))
                     }
                 };
-                let role = if name == "mma_load_a" {
+                let role = if name.starts_with("mma_load_a") {
                     FragmentRole::A
                 } else {
                     FragmentRole::B
                 };
-                (
+                let op = if name.ends_with("_swizzled") {
+                    let (row, col) = (next()?, next()?);
+                    self.expect(&row, &u32t)?;
+                    self.expect(&col, &u32t)?;
+                    Intrinsic::MmaLoadSwizzled {
+                        role,
+                        elem,
+                        tile,
+                        row,
+                        col,
+                    }
+                } else {
+                    let ld = next()?;
+                    self.expect(&ld, &u32t)?;
                     Intrinsic::MmaLoad {
                         role,
                         elem,
                         tile,
                         ld,
-                    },
-                    Type::Fragment(Fragment { role, elem }),
-                )
+                    }
+                };
+                (op, Type::Fragment(Fragment { role, elem }))
             }
             "mma_zero" => (Intrinsic::MmaZero, acc_ty),
             "mma" => {

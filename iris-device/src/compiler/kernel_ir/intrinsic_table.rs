@@ -136,6 +136,7 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("bulk_expect", Family::Block),
     e("copy_bulk", Family::Block),
     e("bulk_wait", Family::Block),
+    e("copy_tile", Family::Block),
     e("global_timer_ns", Family::Time),
     e("clock64", Family::Time),
     e("nanosleep", Family::Time),
@@ -176,6 +177,8 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("mma_store", Family::Matrix),
     e("mma_store_peer", Family::Matrix),
     e("mma_add_peer", Family::Matrix),
+    e("mma_load_a_swizzled", Family::Matrix),
+    e("mma_load_b_swizzled", Family::Matrix),
     e("wg_zero", Family::Matrix),
     e("wg_mma", Family::Matrix),
     e("wg_commit", Family::Matrix),
@@ -238,7 +241,8 @@ impl Intrinsic {
             | BulkBarrierInit { .. }
             | BulkExpect { .. }
             | CopyBulk { .. }
-            | BulkWait { .. } => Family::Block,
+            | BulkWait { .. }
+            | CopyTile { .. } => Family::Block,
             GlobalTimerNs | Clock64 | Nanosleep { .. } => Family::Time,
             RemoteLoad { .. } | RemoteStore { .. } | Get { .. } | Put { .. } | Copy { .. } => {
                 Family::Memory
@@ -254,6 +258,7 @@ impl Intrinsic {
             | WarpSync
             | WarpReduce { .. } => Family::Warp,
             MmaLoad { .. }
+            | MmaLoadSwizzled { .. }
             | MmaZero
             | Mma { .. }
             | MmaStore { .. }

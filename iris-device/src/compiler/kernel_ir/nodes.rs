@@ -550,6 +550,20 @@ pub enum Intrinsic {
         /// The barrier that counts the bytes.
         barrier: Operand,
     },
+    /// `copy_tile(dst, map, col, row, barrier)`: a box of a tile-mapped matrix into shared
+    /// `*dst` in the 128-byte swizzle, counted on the barrier.
+    CopyTile {
+        /// Where to (block-shared memory, 1024-byte aligned).
+        dst: Operand,
+        /// The tile map (`*const u64`).
+        map: Operand,
+        /// The box's first column (`u32`).
+        col: Operand,
+        /// The box's first row (`u32`).
+        row: Operand,
+        /// The barrier that counts the bytes.
+        barrier: Operand,
+    },
     /// `bulk_wait(barrier, parity)`: until the phase of that parity completed.
     BulkWait {
         /// The barrier.
@@ -750,6 +764,20 @@ pub enum Intrinsic {
         /// Elements between rows, a `u32`.
         ld: Operand,
     },
+    /// `mma_load_a_swizzled(tile, row, col)` / `mma_load_b_swizzled(..)` -> this lane's
+    /// share of the 16 x 16 tile at (`row`, `col`) of a 128-byte-swizzled box.
+    MmaLoadSwizzled {
+        /// Which tile (A or B).
+        role: FragmentRole,
+        /// The element type (`bf16` or `f16`).
+        elem: Scalar,
+        /// The box's first element (a raw pointer, rows of 64 elements).
+        tile: Operand,
+        /// The fragment's first row in the box, a `u32`.
+        row: Operand,
+        /// The fragment's first column in the box, a `u32`.
+        col: Operand,
+    },
     /// `mma_zero()` -> an accumulator of zeros.
     MmaZero,
     /// `mma(a, b, acc)` -> `acc + a * b`.
@@ -890,6 +918,13 @@ impl Intrinsic {
             BulkExpect { barrier, bytes } => vec![barrier, bytes],
             CopyBulk { dst, src, barrier } => vec![dst, src, barrier],
             BulkWait { barrier, parity } => vec![barrier, parity],
+            CopyTile {
+                dst,
+                map,
+                col,
+                row,
+                barrier,
+            } => vec![dst, map, col, row, barrier],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -924,6 +959,7 @@ impl Intrinsic {
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],
             MmaLoad { tile, ld, .. } => vec![tile, ld],
+            MmaLoadSwizzled { tile, row, col, .. } => vec![tile, row, col],
             Mma { a, b, acc, .. } => vec![a, b, acc],
             WgMma {
                 a, b, kstep, acc, ..
@@ -980,6 +1016,13 @@ impl Intrinsic {
             BulkExpect { barrier, bytes } => vec![barrier, bytes],
             CopyBulk { dst, src, barrier } => vec![dst, src, barrier],
             BulkWait { barrier, parity } => vec![barrier, parity],
+            CopyTile {
+                dst,
+                map,
+                col,
+                row,
+                barrier,
+            } => vec![dst, map, col, row, barrier],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
             SymLocal { sym } | SymCast { sym } => vec![sym],
@@ -1014,6 +1057,7 @@ impl Intrinsic {
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],
             MmaLoad { tile, ld, .. } => vec![tile, ld],
+            MmaLoadSwizzled { tile, row, col, .. } => vec![tile, row, col],
             Mma { a, b, acc, .. } => vec![a, b, acc],
             WgMma {
                 a, b, kstep, acc, ..

@@ -20,12 +20,12 @@ pub(super) const WAIT_LIMIT_NS: u64 = 10_000_000_000;
 
 impl FnBuilder<'_> {
     /// Whether the target has the copy engine and its barriers.
-    fn has_copy_engine(&self) -> bool {
+    pub(super) fn has_copy_engine(&self) -> bool {
         matches!(self.arch().target, Target::Sm90 | Target::Sm90a)
     }
 
     /// Inline PTX with no result.
-    fn ptx(&mut self, text: &str, constraints: &str, args: &[String]) {
+    pub(super) fn ptx(&mut self, text: &str, constraints: &str, args: &[String]) {
         self.inst(&format!(
             "call void asm sideeffect \"{text}\", \"{constraints},~{{memory}}\"({})",
             args.join(", ")
@@ -33,7 +33,7 @@ impl FnBuilder<'_> {
     }
 
     /// The shared-window address (`i64`) of generic pointer `p`.
-    fn shared_address(&mut self, p: &str) -> String {
+    pub(super) fn shared_address(&mut self, p: &str) -> String {
         let s = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
         self.def(&format!("ptrtoint ptr addrspace(3) {s} to i64"))
     }

@@ -52,6 +52,13 @@ impl FnBuilder<'_> {
                 tile,
                 ld,
             } => self.mma_load(*role, *elem, tile, ld),
+            Intrinsic::MmaLoadSwizzled {
+                role,
+                elem,
+                tile,
+                row,
+                col,
+            } => self.mma_load_swizzled(*role, *elem, tile, row, col),
             Intrinsic::MmaZero => Ok(self.mma_zero()),
             Intrinsic::Mma { elem, a, b, acc } => self.mma(*elem, a, b, acc),
             Intrinsic::MmaStore {
@@ -233,6 +240,18 @@ impl FnBuilder<'_> {
         let at = self.def(&format!("zext i32 {at} to i64"));
         let et = types::scalar_ty(elem);
         let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
+        self.ldmatrix_at(role, elem, &addr)
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.x4` (`.trans` for B) with this lane's row address
+    /// `addr` (see [`ldmatrix`](Self::ldmatrix) for which row each lane gives).
+    fn ldmatrix_at(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        addr: &str,
+    ) -> Result<String, String> {
+        let et = types::scalar_ty(elem);
         let shared = self.def(&format!("addrspacecast ptr {addr} to ptr addrspace(3)"));
         let f = if role == FragmentRole::B {
             "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
@@ -255,6 +274,99 @@ impl FnBuilder<'_> {
             }
         }
         Ok(frag)
+    }
+
+    /// `mma_load_a_swizzled` / `mma_load_b_swizzled`: this lane's elements of the 16 x 16
+    /// tile at (`row`, `col`) of a box in the 128-byte swizzle (rows of 64 elements, the
+    /// 8-element chunk `c` of row `r` at chunk `c ^ (r % 8)`). NVIDIA: one `ldmatrix` when
+    /// the box is in shared memory and `col` a multiple of 8 (each lane's 8 elements one
+    /// chunk); otherwise, and elsewhere, element by element.
+    pub fn mma_load_swizzled(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        tile: &Expr,
+        row: &Expr,
+        col: &Expr,
+    ) -> Result<String, String> {
+        let p = self.expr(tile)?;
+        let row = self.expr(row)?;
+        let col = self.expr(col)?;
+        if self.arch().kind() != TargetKind::Nvptx {
+            return self.swizzled_elements(role, elem, &p, &row, &col);
+        }
+        let shared = self.is_space(&p, "shared");
+        let low = self.def(&format!("and i32 {col}, 7"));
+        let on_chunk = self.def(&format!("icmp eq i32 {low}, 0"));
+        let ok = self.def(&format!("and i1 {shared}, {on_chunk}"));
+        let (fast, slow, join) = (
+            self.label("ldmatrix_swizzled"),
+            self.label("elements_swizzled"),
+            self.label("loaded_swizzled"),
+        );
+        self.cond_br(&ok, &fast, &slow);
+        self.start_block(&fast);
+        let lane = self.lane_id()?;
+        let lr = self.def(&format!("and i32 {lane}, 15"));
+        let half = self.def(&format!("lshr i32 {lane}, 4"));
+        let lc = self.def(&format!("shl i32 {half}, 3"));
+        let r = self.def(&format!("add i32 {row}, {lr}"));
+        let c = self.def(&format!("add i32 {col}, {lc}"));
+        let at = self.swizzled_at(&r, &c);
+        let et = types::scalar_ty(elem);
+        let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
+        let by_matrix = self.ldmatrix_at(role, elem, &addr)?;
+        let from_fast = self.current_block().to_string();
+        self.jump(&join);
+        self.start_block(&slow);
+        let by_element = self.swizzled_elements(role, elem, &p, &row, &col)?;
+        let from_slow = self.current_block().to_string();
+        self.jump(&join);
+        self.start_block(&join);
+        Ok(self.def(&format!(
+            "phi [8 x {et}] [ {by_matrix}, %{from_fast} ], [ {by_element}, %{from_slow} ]"
+        )))
+    }
+
+    /// The element offset (`i64`) of (`r`, `c`) in a 128-byte-swizzled box of 2-byte
+    /// elements: `64 r + 8 ((c / 8) ^ (r % 8)) + c % 8`.
+    fn swizzled_at(&mut self, r: &str, c: &str) -> String {
+        let line = self.def(&format!("shl i32 {r}, 6"));
+        let chunk = self.def(&format!("lshr i32 {c}, 3"));
+        let r8 = self.def(&format!("and i32 {r}, 7"));
+        let sw = self.def(&format!("xor i32 {chunk}, {r8}"));
+        let sw = self.def(&format!("shl i32 {sw}, 3"));
+        let within = self.def(&format!("and i32 {c}, 7"));
+        let at = self.def(&format!("add i32 {line}, {sw}"));
+        let at = self.def(&format!("add i32 {at}, {within}"));
+        self.def(&format!("zext i32 {at} to i64"))
+    }
+
+    /// This lane's elements of the tile at (`row`, `col`) of the swizzled box at `p`.
+    fn swizzled_elements(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        p: &str,
+        row: &str,
+        col: &str,
+    ) -> Result<String, String> {
+        let layout = self.layout(role, "64")?;
+        let et = types::scalar_ty(elem);
+        let n = layout.offsets.len();
+        let at = format!("[{n} x {et}]");
+        let mut acc = "poison".to_string();
+        for (i, &(dr, dc)) in layout.offsets.iter().enumerate() {
+            let r = self.def(&format!("add i32 {}, {dr}", layout.row_base));
+            let r = self.def(&format!("add i32 {r}, {row}"));
+            let c = self.def(&format!("add i32 {}, {dc}", layout.col_base));
+            let c = self.def(&format!("add i32 {c}, {col}"));
+            let o = self.swizzled_at(&r, &c);
+            let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {o}"));
+            let v = self.def(&format!("load {et}, ptr {addr}, align 2"));
+            acc = self.def(&format!("insertvalue {at} {acc}, {et} {v}, {i}"));
+        }
+        Ok(acc)
     }
 
     /// This lane's elements of the tile at `p`, one load each.

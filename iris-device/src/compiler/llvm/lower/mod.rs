@@ -41,6 +41,7 @@ mod nvptx;
 mod peer_check;
 mod shared;
 mod softfloat;
+mod tile_copy;
 mod time;
 mod types;
 mod warp;

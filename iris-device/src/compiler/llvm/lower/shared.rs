@@ -65,6 +65,13 @@ impl FnBuilder<'_> {
             Intrinsic::BulkExpect { barrier, bytes } => self.bulk_expect(barrier, bytes),
             Intrinsic::CopyBulk { dst, src, barrier } => self.copy_bulk(dst, src, barrier),
             Intrinsic::BulkWait { barrier, parity } => self.bulk_wait(barrier, parity),
+            Intrinsic::CopyTile {
+                dst,
+                map,
+                col,
+                row,
+                barrier,
+            } => self.copy_tile(dst, map, col, row, barrier),
             other => Err(not_in_family(other)),
         }
     }
