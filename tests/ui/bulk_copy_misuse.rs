@@ -14,4 +14,11 @@ pub fn narrow_barrier(dst: *mut [f32; 4], src: *const [f32; 4]) {
     copy_bulk(dst, src, bar);
 }
 
+// A tile map is the `*const u64` buffer `Iris::tile_map` makes.
+#[iris::kernel]
+pub fn map_of_words(map: *const u32, dst: *mut f32) {
+    let bar = shared_array::<u64, 1>();
+    copy_tile(dst, map, 0, 0, bar);
+}
+
 fn main() {}

@@ -1,6 +1,7 @@
 //! Bulk copies from global into block-shared memory that complete on a shared-memory
 //! barrier: Hopper's copy engine (`cp.async.bulk` with an `mbarrier`), which moves a
-//! whole row in one instruction and leaves the threads' memory pipeline to the loads of
+//! whole row ([`copy_bulk`]) or a whole box of a matrix ([`copy_tile`], through a host
+//! tile map) in one instruction and leaves the threads' memory pipeline to the loads of
 //! shared memory (`ldmatrix`).
 //!
 //! A barrier is a `u64` in block-shared memory (`shared_array::<u64, N>()`) that counts
@@ -38,7 +39,8 @@ use super::{device_only, DeviceValue};
 /// `col`, row `row` of the matrix. The box lands in the 128-byte swizzle, the layout
 /// Hopper's copy engine writes and `mma_load_a_swizzled`-style loads read: box row `r`
 /// at byte `128 r` of `dst`, its 16-byte chunk `c` at chunk `c ^ (r % 8)` of that row;
-/// `dst` on a 1024-byte boundary. Elements outside the matrix read as zeros. It counts
+/// `dst` on a 1024-byte boundary, `col` a multiple of 16 bytes' worth of elements (8 for
+/// `bf16`). Elements outside the matrix read as zeros. It counts
 /// `box_rows x 128` bytes on the barrier (announce them with [`bulk_expect`]).
 ///
 /// On sm_90 and sm_90a one `cp.async.bulk.tensor` request; elsewhere the calling thread

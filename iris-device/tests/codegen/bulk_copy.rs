@@ -77,3 +77,63 @@ fn bulk_copies_use_the_copy_engine_on_hopper_only() {
         }
     }
 }
+
+/// One box of a tile-mapped matrix, then a fragment of A read from it.
+const TILE: &str = r#"
+pub fn tile(map: *const u64, c: *mut f32) {
+    let box_ = shared_array::<bf16, 4096>();
+    let bar = shared_array::<u64, 1>();
+    if thread_idx_x() == 0 {
+        bulk_barrier_init(bar);
+    }
+    sync_threads();
+    if thread_idx_x() == 0 {
+        bulk_expect(bar, 8192);
+        copy_tile(box_, map, 0, 0, bar);
+    }
+    bulk_wait(bar, 0);
+    let fa = mma_load_a_swizzled(box_ as *const bf16, 16, 8);
+    let fb = mma_load_b_swizzled(box_ as *const bf16, 0, 16);
+    mma_store(c, 16, mma(fa, fb, mma_zero()));
+}
+"#;
+
+#[test]
+fn tile_copies_use_the_tensor_copy_engine_on_hopper_and_swizzled_loads_use_ldmatrix() {
+    let unit = unit_from_source("tile", TILE);
+    for target in ALL_TARGETS {
+        let out = compile(&unit, target);
+        let name = target.name();
+        match target.kind() {
+            TargetKind::Nvptx => {
+                let ptx = ptx(&out);
+                let engine = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes";
+                if matches!(target, Target::Sm90 | Target::Sm90a) {
+                    assert!(ptx.contains(engine), "{name}: no tensor copy\n{ptx}");
+                } else {
+                    assert!(!ptx.contains(engine), "{name}: a tensor copy\n{ptx}");
+                }
+                // The box is a shared array and the columns are constants on chunks:
+                // `ldmatrix` alone, no run-time test, no element loads.
+                for want in [
+                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                    "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                ] {
+                    assert!(ptx.contains(want), "{name}: no `{want}`\n{ptx}");
+                }
+                for unwanted in ["isspacep", "ld.shared.b16", "ld.shared.u16"] {
+                    assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
+                }
+            }
+            TargetKind::Amdgpu => {
+                let asm = disassemble(&out.object);
+                assert!(
+                    asm.contains("v_mfma_f32_16x16x16"),
+                    "{name}: no v_mfma\n{asm}"
+                );
+                assert!(!asm.contains("scratch_"), "{name}: scratch\n{asm}");
+            }
+            TargetKind::Cpu => {}
+        }
+    }
+}
