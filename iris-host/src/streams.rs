@@ -84,8 +84,8 @@ impl Iris {
 
     /// Runs `record` with this rank's stream capturing: the launches and collectives it
     /// queues are recorded, not run, into the graph returned. Waiting for the stream or
-    /// touching buffers from the host inside `record` is an error (see the [module
-    /// docs](self)); when `record` fails the capture is ended and its error returned. Not
+    /// touching buffers from the host inside `record` is an error (see the `streams`
+    /// module's docs); when `record` fails the capture is ended and its error returned. Not
     /// on the CPU backend.
     pub fn capture(&self, record: impl FnOnce(&Iris) -> Result<()>) -> Result<CapturedGraph<'_>> {
         let stream = self.core().stream();

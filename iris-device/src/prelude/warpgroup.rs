@@ -78,8 +78,9 @@ pub fn wg_zero() -> WgAcc {
 }
 
 /// `acc + A B` over k `16 kstep .. 16 kstep + 16` of the 64 x 64 tile of A at `a` and
-/// the 128 x 64 tile of Bᵀ at `b` (block-shared memory, in the swizzled layout of the
-/// [module docs](self)). Asynchronous on Hopper: read the result after [`wg_wait`].
+/// the 128 x 64 tile of Bᵀ at `b` (block-shared memory, in the 128-byte swizzled layout
+/// the prelude's `warpgroup` module describes). Asynchronous on Hopper: read the result
+/// after [`wg_wait`].
 #[inline(always)]
 pub fn wg_mma<T: MmaElement>(a: *const T, b: *const T, kstep: u32, acc: WgAcc) -> WgAcc {
     let _ = (a, b, kstep, acc);

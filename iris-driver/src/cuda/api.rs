@@ -277,7 +277,7 @@ impl GpuApi for Cuda {
         }
     }
 
-    /// Loads every kernel when its module loads: see [`load_now`].
+    /// Loads every kernel when its module loads: see `load_now` in the `module` module.
     unsafe fn prepare_function(function: CUfunction) -> std::result::Result<(), String> {
         load_now(function)
     }

@@ -102,8 +102,9 @@ impl ShmemLibrary {
         }
     }
 
-    /// Writes a new unique id into `uid` (at least [`AbiLayout::uniqueid_bytes`] long,
-    /// its version field set).
+    /// Writes a new unique id into `uid` (at least
+    /// [`AbiLayout::uniqueid_bytes`](super::engine::AbiLayout::uniqueid_bytes) long, its
+    /// version field set).
     pub fn get_uniqueid(&self, uid: &mut [u8]) -> Result<(), String> {
         Self::sized(uid.len(), self.engine.abi().uniqueid_bytes, "unique id")?;
         // SAFETY: `uid` holds the engine's unique-id block.

@@ -1,7 +1,7 @@
-//! SHMEM engines (NVSHMEM, rocSHMEM) seen from the host: which library, its entry points
-//! and struct layouts ([`engine`]), and finding, loading and calling its host library at
-//! run time ([`library`]). Starting an engine over iris's rendezvous and allocating from
-//! it is the SHMEM provider's, in `iris-host`.
+//! SHMEM engines (NVSHMEM, rocSHMEM) seen from the host: which library, its entry
+//! points and struct layouts (the `engine` module), and finding, loading and calling its
+//! host library at run time (the `library` module). Starting an engine over iris's
+//! rendezvous and allocating from it is the SHMEM provider's, in `iris-host`.
 
 mod engine;
 mod library;

@@ -17,7 +17,7 @@ use iris_driver::{Error, Result};
 /// Dropping it (or [`free`](SymmetricBuffer::free)) returns this rank's copy to its
 /// provider once the rank's queued work has finished (for adopted external memory, only
 /// the table is released). Release symmetric buffers in the same order on every rank,
-/// after the peers are done with them (a [`barrier`](Iris::barrier)).
+/// after the peers are done with them (a [`barrier`](crate::Iris::barrier)).
 pub struct SymmetricBuffer<'ctx, T: Pod> {
     core: &'ctx RankCore,
     source: &'ctx dyn SymmetricProvider,

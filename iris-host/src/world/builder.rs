@@ -35,7 +35,7 @@ enum Ranks {
 ///   of one backend (rank `r` on device `r % device_count`; several ranks may share a
 ///   device);
 /// - [`World::from_env`]: this process is one rank of a job started by a launcher
-///   (`iris-run -n N`, torchrun, Open MPI, Slurm; see [`env`](super::env)), on device
+///   (`iris-run -n N`, torchrun, Open MPI, Slurm; see [`rank_env_from_process`]), on device
 ///   `local_rank % device_count`; the job's ranks meet at a rendezvous over an
 ///   abstract-namespace Unix socket and map each other's memory, or, for a job on
 ///   several nodes (`MASTER_ADDR`/`MASTER_PORT`), over TCP, mapping only the memory of
