@@ -351,6 +351,10 @@ mod kernels {
 }
 
 /// The Hopper kernel (`warpgroup_256`), shared with tests/matrix.rs.
+/// The tile order the shared-memory kernels share (a device library).
+#[path = "common/tile_order.rs"]
+#[macro_use]
+mod tile_order;
 #[path = "common/warpgroup_gemm.rs"]
 mod warpgroup_gemm;
 use warpgroup_gemm::warpgroup_kernels;

@@ -735,6 +735,10 @@ fn refused_for_shared_memory(backend: iris::BackendKind, launched: &iris::Result
 /// The example's 128 x 128 `mma` kernels (three stages, dynamic shared memory on GPUs):
 /// `staged_128` with `copy_async`, `tiles_128` with the copy engine's `copy_tile` and
 /// swizzled fragment loads.
+/// The tile order of the example's shared-memory kernels (a device library).
+#[path = "../examples/common/tile_order.rs"]
+#[macro_use]
+mod tile_order;
 #[path = "../examples/common/staged_gemm.rs"]
 mod staged_gemm;
 

@@ -2,11 +2,14 @@
 //! with the copy engine's tile copies), in their own file so that tests/matrix.rs checks
 //! the same code on every backend.
 
+// The tile order, a device library (the including crate mounts tile_order.rs at its root).
+use crate::tile_order::grouped;
+
 /// The `mma` (`mma.sync` on NVIDIA) kernels with a three-stage copy pipeline: 105 KiB
 /// (`staged_128`) and 96 KiB (`tiles_128`) of dynamic shared memory per block, which
 /// Ampere and Hopper GPUs give a block (and AMD's gfx950; gfx90a and gfx942 give 64 KiB,
 /// and the runtime refuses the module load there, naming the sizes).
-#[iris::kernels]
+#[iris::kernels(uses(grouped))]
 pub mod staged_kernels {
     use iris::prelude::*;
 
@@ -34,7 +37,7 @@ pub mod staged_kernels {
     ) {
         let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
-        let tile = block_tile(n);
+        let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
         let warp = thread_idx_x() / warp_size();
         let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
@@ -128,7 +131,7 @@ pub mod staged_kernels {
         // 3 buffers x (A 128 x 64, then B's two 64 x 64 halves), each box 128-byte rows.
         let tiles = shared_array::<T, 49152>();
         let bars = shared_array::<u64, 3>();
-        let tile = block_tile(n);
+        let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
         let warp = thread_idx_x() / warp_size();
         let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
@@ -219,20 +222,6 @@ pub mod staged_kernels {
         copy_tile(at, a_map, step * 64, br, bar);
         copy_tile(unsafe { at.add(8192) }, b_map, bc, step * 64, bar);
         copy_tile(unsafe { at.add(12288) }, b_map, bc + 64, step * 64, bar);
-    }
-
-    /// The first row and column of this block's 128 x 128 tile of C: blocks go through
-    /// the tiles in groups of eight block rows, down each column of a group before the
-    /// next, so the blocks running at once read a few of B's column blocks (kept in L2).
-    fn block_tile(n: u32) -> [u32; 2] {
-        let blocks_n = n / 128;
-        let blocks_m = grid_dim_x() / blocks_n;
-        let id = block_idx_x();
-        let per_group = 8 * blocks_n;
-        let first = (id / per_group) * 8;
-        let rows = min(blocks_m - first, 8u32);
-        let within = id % per_group;
-        [(first + within % rows) * 128, (within / rows) * 128]
     }
 
     /// Starts copying step `step`'s slices into buffer `buf`: the 128 x 64 slice of A at

@@ -1,10 +1,13 @@
 //! The Hopper GEMM kernel of `examples/gemm.rs` (`warpgroup_256`), in its own file so
 //! that tests/matrix.rs checks the same code on every backend.
 
+// The tile order, a device library (the including crate mounts tile_order.rs at its root).
+use crate::tile_order::grouped;
+
 /// The Hopper kernel: warpgroup matrix operations (`wg_mma`), so this unit is compiled for
 /// `sm_90a` (where `wg_mma` is `wgmma`); other targets compute the same products without
 /// the matrix units (see the prelude's `warpgroup` module).
-#[iris::kernels]
+#[iris::kernels(uses(grouped))]
 pub mod warpgroup_kernels {
     use iris::prelude::*;
 
@@ -34,7 +37,7 @@ pub mod warpgroup_kernels {
     ) {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
-        let tile = block_tile(n);
+        let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
         let group = thread_idx_x() / 128;
         let mut left = wg_zero();
@@ -85,21 +88,6 @@ pub mod warpgroup_kernels {
             wg_store_peer(c.add(at), n, left, peer);
             wg_store_peer(c.add(at + 128), n, right, peer);
         }
-    }
-
-    /// The first row and column of this block's 128 x 256 tile of C: blocks go through
-    /// the tiles in groups of eight block rows, down each column of a group before the
-    /// next, so the blocks running at once read a few of B's column blocks (kept in L2)
-    /// rather than all of them.
-    fn block_tile(n: u32) -> [u32; 2] {
-        let blocks_n = n / 256;
-        let blocks_m = grid_dim_x() / blocks_n;
-        let id = block_idx_x();
-        let per_group = 8 * blocks_n;
-        let first = (id / per_group) * 8;
-        let rows = min(blocks_m - first, 8u32);
-        let within = id % per_group;
-        [(first + within % rows) * 128, (within / rows) * 256]
     }
 
     /// Starts copying the 128 x 64 slice of A at column `k0` of block row `br` and the

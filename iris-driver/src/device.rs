@@ -231,12 +231,12 @@ pub trait Device: Send + Sync {
         dynamic_shared_bytes: u32,
     ) -> Result<u32>;
 
-    /// The copy engine's description of `shape` (CUDA's 128-byte `CUtensorMap`, boxes in
-    /// the 128-byte swizzle), or `None` where the device has no copy engine for tiles
+    /// The copy engine's description of `shape` (CUDA's `CUtensorMap`, 16 words, boxes
+    /// in the 128-byte swizzle), or `None` where the device has no copy engine for tiles
     /// (before Hopper, AMD, the CPU: kernels there copy the boxes themselves).
     ///
     /// The default returns `None`.
-    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u64; 16]>> {
         let _ = shape;
         Ok(None)
     }

@@ -347,7 +347,7 @@ impl GpuApi for Cuda {
     /// `cuTensorMapEncodeTiled` on Hopper and newer (compute capability 9 and up), whose
     /// kernels copy tiles with it; `None` before, where the kernels copy the boxes
     /// themselves. The element type is only its size: the engine moves bytes.
-    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u64; 16]>> {
         let number: u32 = info
             .target
             .trim_start_matches("sm_")
@@ -393,11 +393,7 @@ impl GpuApi for Cuda {
                 sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         })?;
-        let mut bytes = [0u8; 128];
-        for (i, word) in map.opaque.iter().enumerate() {
-            bytes[8 * i..8 * i + 8].copy_from_slice(&word.to_le_bytes());
-        }
-        Ok(Some(bytes))
+        Ok(Some(map.opaque))
     }
 
     /// Uses [`CudaDevice::shared_api`]; when `cuMemCreate` fails for a reason other than

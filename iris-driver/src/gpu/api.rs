@@ -175,7 +175,7 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
 
     /// The copy engine's description of a matrix (see
     /// [`Device::tile_map`](crate::Device::tile_map)); `None` by default.
-    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+    fn tile_map(info: &DeviceInfo, shape: &TileShape) -> Result<Option<[u64; 16]>> {
         let _ = (info, shape);
         Ok(None)
     }

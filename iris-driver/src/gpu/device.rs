@@ -227,7 +227,7 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         unsafe { A::max_active_blocks(function, block_threads, dynamic_shared_bytes) }
     }
 
-    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u8; 128]>> {
+    fn tile_map(&self, shape: &TileShape) -> Result<Option<[u64; 16]>> {
         A::make_current(&self.ctx)?;
         A::tile_map(&self.info, shape)
     }

@@ -55,11 +55,7 @@ pub(crate) fn tile_map_words(
     };
     let mut words = [0u64; TILE_MAP_WORDS];
     if let Some(engine) = device.tile_map(&shape)? {
-        for (i, w) in words.iter_mut().take(16).enumerate() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&engine[8 * i..8 * i + 8]);
-            *w = u64::from_le_bytes(b);
-        }
+        words[..16].copy_from_slice(&engine);
     }
     words[16..22].copy_from_slice(&[
         base,

@@ -114,17 +114,21 @@ impl FnBuilder<'_> {
 
     /// The barrier argument of `name`: a `*mut u64`.
     fn barrier_arg(&mut self, name: &str, arg: &Expr) -> Result<(), CompileError> {
+        let what = format!("`{name}` takes the barrier as a `*mut u64` in block-shared memory (`shared_array::<u64, N>()`)");
+        self.words_arg(arg, true, &what)
+    }
+
+    /// An argument that must be a `*mut u64` (`mutable`) or `*const u64`: else an error
+    /// at it, `what` it is, then what was found.
+    fn words_arg(&mut self, arg: &Expr, mutable: bool, what: &str) -> Result<(), CompileError> {
         let want = Type::Ptr {
             pointee: Box::new(Type::Scalar(Scalar::U64)),
-            mutable: true,
+            mutable,
         };
         if self.infer.unify(&arg.ty, &want, arg.span).is_err() {
             return Err(CompileError::new(
                 arg.span,
-                format!(
-                    "`{name}` takes the barrier as a `*mut u64` in block-shared memory (`shared_array::<u64, N>()`), found `{}`",
-                    self.infer.describe(&arg.ty)
-                ),
+                format!("{what}, found `{}`", self.infer.describe(&arg.ty)),
             ));
         }
         Ok(())
@@ -147,19 +151,11 @@ impl FnBuilder<'_> {
                 ),
             ));
         }
-        let map = Type::Ptr {
-            pointee: Box::new(Type::Scalar(Scalar::U64)),
-            mutable: false,
-        };
-        if self.infer.unify(&args[1].ty, &map, args[1].span).is_err() {
-            return Err(CompileError::new(
-                args[1].span,
-                format!(
-                    "`copy_tile` reads the tile map as a `*const u64` (a kernel parameter given `Iris::tile_map`'s buffer), found `{}`",
-                    self.infer.describe(&args[1].ty)
-                ),
-            ));
-        }
+        self.words_arg(
+            &args[1],
+            false,
+            "`copy_tile` reads the tile map as a `*const u64` (a kernel parameter given `Iris::tile_map`'s buffer)",
+        )?;
         for a in &args[2..4] {
             self.infer
                 .unify(&a.ty, &Type::Scalar(Scalar::U32), a.span)?;

@@ -91,11 +91,7 @@ impl FnBuilder<'_> {
         let shared = self.is_space(&d, "shared");
         let global = self.is_space(&s, "global");
         let spaces = self.def(&format!("and i1 {shared}, {global}"));
-        let di = self.def(&format!("ptrtoint ptr {d} to i64"));
-        let si = self.def(&format!("ptrtoint ptr {s} to i64"));
-        let both = self.def(&format!("or i64 {di}, {si}"));
-        let low = self.def(&format!("and i64 {both}, 15"));
-        let aligned = self.def(&format!("icmp eq i64 {low}, 0"));
+        let aligned = self.both_aligned_16(&d, &s);
         let ok = self.def(&format!("and i1 {spaces}, {aligned}"));
         let (engine, now, join) = (
             self.label("bulk_copy"),
@@ -133,18 +129,19 @@ impl FnBuilder<'_> {
         Ok(String::new())
     }
 
-    /// `*d = *s` for a `ty` of `bytes` bytes, at once: 16 bytes at a time where both
-    /// pointers are 16-byte aligned and `bytes` a multiple of 16, else as a `ty`.
-    fn copy_chunks(&mut self, d: &str, s: &str, ty: &Type, bytes: u32) -> Result<(), String> {
-        if bytes % 16 != 0 {
-            let v = self.load(s, "ptr", ty)?;
-            return self.store(d, "ptr", ty, &v);
-        }
+    /// Whether generic pointers `d` and `s` are both 16-byte aligned (an `i1`).
+    fn both_aligned_16(&mut self, d: &str, s: &str) -> String {
         let di = self.def(&format!("ptrtoint ptr {d} to i64"));
         let si = self.def(&format!("ptrtoint ptr {s} to i64"));
         let both = self.def(&format!("or i64 {di}, {si}"));
         let low = self.def(&format!("and i64 {both}, 15"));
-        let aligned = self.def(&format!("icmp eq i64 {low}, 0"));
+        self.def(&format!("icmp eq i64 {low}, 0"))
+    }
+
+    /// `*d = *s` for a `ty` of `bytes` bytes (a multiple of 16, as the frontend checks),
+    /// at once: 16 bytes at a time where both pointers are 16-byte aligned, else as a `ty`.
+    fn copy_chunks(&mut self, d: &str, s: &str, ty: &Type, bytes: u32) -> Result<(), String> {
+        let aligned = self.both_aligned_16(d, s);
         let (chunks, whole, join) = (
             self.label("chunks"),
             self.label("whole"),

@@ -198,24 +198,44 @@ impl FnBuilder<'_> {
         let ld_aligned = self.def(&format!("icmp eq i32 {ld_low}, 0"));
         let ok = self.def(&format!("and i1 {shared}, {aligned}"));
         let all = self.def(&format!("and i1 {ok}, {ld_aligned}"));
+        self.by_matrix_or_elements(
+            &all,
+            elem,
+            ["ldmatrix", "elements", "loaded"],
+            |s| s.ldmatrix(role, elem, &p, &ld),
+            |s| s.mma_load_elements(role, elem, &p, &ld),
+        )
+    }
+
+    /// A fragment from `by_matrix` (one `ldmatrix`) where `ok`, else from `by_element`:
+    /// a uniform branch (every lane passes the same tile), the two joined by a `phi`.
+    /// `labels` name the two blocks and the join.
+    fn by_matrix_or_elements(
+        &mut self,
+        ok: &str,
+        elem: Scalar,
+        labels: [&str; 3],
+        by_matrix: impl FnOnce(&mut Self) -> Result<String, String>,
+        by_element: impl FnOnce(&mut Self) -> Result<String, String>,
+    ) -> Result<String, String> {
         let (fast, slow, join) = (
-            self.label("ldmatrix"),
-            self.label("elements"),
-            self.label("loaded"),
+            self.label(labels[0]),
+            self.label(labels[1]),
+            self.label(labels[2]),
         );
-        self.cond_br(&all, &fast, &slow);
+        self.cond_br(ok, &fast, &slow);
         self.start_block(&fast);
-        let by_matrix = self.ldmatrix(role, elem, &p, &ld)?;
+        let from_matrix = by_matrix(self)?;
         let from_fast = self.current_block().to_string();
         self.jump(&join);
         self.start_block(&slow);
-        let by_element = self.mma_load_elements(role, elem, &p, &ld)?;
+        let from_elements = by_element(self)?;
         let from_slow = self.current_block().to_string();
         self.jump(&join);
         self.start_block(&join);
         let et = types::scalar_ty(elem);
         Ok(self.def(&format!(
-            "phi [8 x {et}] [ {by_matrix}, %{from_fast} ], [ {by_element}, %{from_slow} ]"
+            "phi [8 x {et}] [ {from_matrix}, %{from_fast} ], [ {from_elements}, %{from_slow} ]"
         )))
     }
 
@@ -231,16 +251,23 @@ impl FnBuilder<'_> {
         p: &str,
         ld: &str,
     ) -> Result<String, String> {
-        let lane = self.lane_id()?;
-        let row = self.def(&format!("and i32 {lane}, 15"));
-        let half = self.def(&format!("lshr i32 {lane}, 4"));
-        let col = self.def(&format!("shl i32 {half}, 3"));
+        let (row, col) = self.ldmatrix_lane()?;
         let start = self.def(&format!("mul i32 {row}, {ld}"));
         let at = self.def(&format!("add i32 {start}, {col}"));
         let at = self.def(&format!("zext i32 {at} to i64"));
         let et = types::scalar_ty(elem);
         let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
         self.ldmatrix_at(role, elem, &addr)
+    }
+
+    /// The row (`l % 16`) and first column (`8 (l / 16)`) of the 16 x 16 tile whose
+    /// address lane `l` gives `ldmatrix`.
+    fn ldmatrix_lane(&mut self) -> Result<(String, String), String> {
+        let lane = self.lane_id()?;
+        let row = self.def(&format!("and i32 {lane}, 15"));
+        let half = self.def(&format!("lshr i32 {lane}, 4"));
+        let col = self.def(&format!("shl i32 {half}, 3"));
+        Ok((row, col))
     }
 
     /// `ldmatrix.sync.aligned.m8n8.x4` (`.trans` for B) with this lane's row address
@@ -299,33 +326,22 @@ impl FnBuilder<'_> {
         let low = self.def(&format!("and i32 {col}, 7"));
         let on_chunk = self.def(&format!("icmp eq i32 {low}, 0"));
         let ok = self.def(&format!("and i1 {shared}, {on_chunk}"));
-        let (fast, slow, join) = (
-            self.label("ldmatrix_swizzled"),
-            self.label("elements_swizzled"),
-            self.label("loaded_swizzled"),
-        );
-        self.cond_br(&ok, &fast, &slow);
-        self.start_block(&fast);
-        let lane = self.lane_id()?;
-        let lr = self.def(&format!("and i32 {lane}, 15"));
-        let half = self.def(&format!("lshr i32 {lane}, 4"));
-        let lc = self.def(&format!("shl i32 {half}, 3"));
-        let r = self.def(&format!("add i32 {row}, {lr}"));
-        let c = self.def(&format!("add i32 {col}, {lc}"));
-        let at = self.swizzled_at(&r, &c);
-        let et = types::scalar_ty(elem);
-        let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
-        let by_matrix = self.ldmatrix_at(role, elem, &addr)?;
-        let from_fast = self.current_block().to_string();
-        self.jump(&join);
-        self.start_block(&slow);
-        let by_element = self.swizzled_elements(role, elem, &p, &row, &col)?;
-        let from_slow = self.current_block().to_string();
-        self.jump(&join);
-        self.start_block(&join);
-        Ok(self.def(&format!(
-            "phi [8 x {et}] [ {by_matrix}, %{from_fast} ], [ {by_element}, %{from_slow} ]"
-        )))
+        self.by_matrix_or_elements(
+            &ok,
+            elem,
+            ["ldmatrix_swizzled", "elements_swizzled", "loaded_swizzled"],
+            |s| {
+                // This lane's row and 8 columns: one chunk of the box.
+                let (lr, lc) = s.ldmatrix_lane()?;
+                let r = s.def(&format!("add i32 {row}, {lr}"));
+                let c = s.def(&format!("add i32 {col}, {lc}"));
+                let at = s.swizzled_at(&r, &c);
+                let et = types::scalar_ty(elem);
+                let addr = s.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {at}"));
+                s.ldmatrix_at(role, elem, &addr)
+            },
+            |s| s.swizzled_elements(role, elem, &p, &row, &col),
+        )
     }
 
     /// The element offset (`i64`) of (`r`, `c`) in a 128-byte-swizzled box of 2-byte
@@ -351,22 +367,13 @@ impl FnBuilder<'_> {
         row: &str,
         col: &str,
     ) -> Result<String, String> {
-        let layout = self.layout(role, "64")?;
-        let et = types::scalar_ty(elem);
-        let n = layout.offsets.len();
-        let at = format!("[{n} x {et}]");
-        let mut acc = "poison".to_string();
-        for (i, &(dr, dc)) in layout.offsets.iter().enumerate() {
-            let r = self.def(&format!("add i32 {}, {dr}", layout.row_base));
-            let r = self.def(&format!("add i32 {r}, {row}"));
-            let c = self.def(&format!("add i32 {}, {dc}", layout.col_base));
-            let c = self.def(&format!("add i32 {c}, {col}"));
-            let o = self.swizzled_at(&r, &c);
-            let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {o}"));
-            let v = self.def(&format!("load {et}, ptr {addr}, align 2"));
-            acc = self.def(&format!("insertvalue {at} {acc}, {et} {v}, {i}"));
-        }
-        Ok(acc)
+        self.load_elements(role, elem, p, "64", |s, layout, (dr, dc)| {
+            let r = s.def(&format!("add i32 {}, {dr}", layout.row_base));
+            let r = s.def(&format!("add i32 {r}, {row}"));
+            let c = s.def(&format!("add i32 {}, {dc}", layout.col_base));
+            let c = s.def(&format!("add i32 {c}, {col}"));
+            s.swizzled_at(&r, &c)
+        })
     }
 
     /// This lane's elements of the tile at `p`, one load each.
@@ -377,16 +384,31 @@ impl FnBuilder<'_> {
         p: &str,
         ld: &str,
     ) -> Result<String, String> {
+        self.load_elements(role, elem, p, ld, |s, layout, off| {
+            s.tile_offset(layout, off)
+        })
+    }
+
+    /// This lane's elements of a tile at `p`, one load each, element `i` at the offset
+    /// `at` gives for the layout's `i`th (row, column) (rows `ld` apart in the layout).
+    fn load_elements(
+        &mut self,
+        role: FragmentRole,
+        elem: Scalar,
+        p: &str,
+        ld: &str,
+        mut at: impl FnMut(&mut Self, &Layout, (u32, u32)) -> String,
+    ) -> Result<String, String> {
         let layout = self.layout(role, ld)?;
         let et = types::scalar_ty(elem);
         let n = layout.offsets.len();
-        let at = format!("[{n} x {et}]");
+        let ty = format!("[{n} x {et}]");
         let mut acc = "poison".to_string();
         for (i, &off) in layout.offsets.iter().enumerate() {
-            let o = self.tile_offset(&layout, off);
+            let o = at(self, &layout, off);
             let addr = self.def(&format!("getelementptr inbounds {et}, ptr {p}, i64 {o}"));
             let v = self.def(&format!("load {et}, ptr {addr}, align 2"));
-            acc = self.def(&format!("insertvalue {at} {acc}, {et} {v}, {i}"));
+            acc = self.def(&format!("insertvalue {ty} {acc}, {et} {v}, {i}"));
         }
         Ok(acc)
     }
