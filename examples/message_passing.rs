@@ -1,9 +1,13 @@
 //! Message passing over symmetric memory: in each pair of ranks (0 and 1, 2 and 3, ...)
-//! the producer writes a message into the consumer's mailbox with plain remote stores, then
-//! raises the consumer's flag with a `Release`/`System` atomic store; the consumer waits
-//! for the flag with `Acquire`/`System` loads, checks the message (every word carries its
-//! sequence number) and acknowledges. Many rounds, one thread on each side: the time per
-//! round is the round-trip latency of a flag plus the message.
+//! the producer puts a message into the consumer's mailbox and raises the consumer's
+//! signal; the consumer waits for it, checks the message (every word carries its sequence
+//! number) and acknowledges. Many rounds, one thread on each side: the time per round is
+//! the round-trip latency of a signal plus the message.
+//!
+//! Two ways, in the same run: `signals`, iris's signal operations (`put_signal`,
+//! `signal_wait_until`, `signal`: bounded waits that name what they waited for), and
+//! `flags`, the same protocol written by hand (remote stores, a `Release` atomic store, an
+//! `Acquire` polling loop with its own time limit).
 //!
 //! ```text
 //! cargo run --release --example message_passing -- [--ranks 2] [--elems 1,16,256] [--rounds 10000]
@@ -17,17 +21,31 @@ use iris::{BackendKind, Iris, World};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The two ways of passing messages.
+const PROTOCOLS: [&str; 2] = ["signals", "flags"];
+
 /// One exchange, timed: (seconds of the slower side, whether every message arrived
 /// intact on this rank).
-fn exchange(iris: &Iris, words: usize, rounds: u64) -> iris::Result<(f64, bool)> {
-    let (s, took) = common::mailbox::exchange(iris, words, rounds)?;
-    let seconds = took.as_secs_f64();
-    let ok = if iris.rank() % 2 == 0 {
-        s[..2] == [rounds, 0]
+fn exchange(iris: &Iris, protocol: &str, words: usize, rounds: u64) -> iris::Result<(f64, bool)> {
+    let producer = iris.rank() % 2 == 0;
+    let (ok, took) = if protocol == "signals" {
+        let (s, took) = common::signal_mailbox::ping_pong(iris, words, rounds)?;
+        let ok = if producer {
+            s[0] == rounds
+        } else {
+            s[..4] == [rounds, 0, 0, 0]
+        };
+        (ok, took)
     } else {
-        s[..5] == [rounds, 0, 0, 0, 0]
+        let (s, took) = common::mailbox::exchange(iris, words, rounds)?;
+        let ok = if producer {
+            s[..2] == [rounds, 0]
+        } else {
+            s[..5] == [rounds, 0, 0, 0, 0]
+        };
+        (ok, took)
     };
-    Ok((seconds, ok))
+    Ok((took.as_secs_f64(), ok))
 }
 
 fn main() -> ExitCode {
@@ -52,6 +70,7 @@ fn main() -> ExitCode {
         }
     };
     let mut table = Table::new(&[
+        "protocol",
         "ranks",
         "backend",
         "message",
@@ -71,7 +90,11 @@ fn main() -> ExitCode {
         }
         let heap = (opts.elems.iter().max().copied().unwrap_or(0) * 8).next_multiple_of(1 << 20)
             + (1 << 20);
-        for &words in &opts.elems {
+        for (&words, protocol) in opts
+            .elems
+            .iter()
+            .flat_map(|w| PROTOCOLS.iter().map(move |p| (w, *p)))
+        {
             let words = words.max(1);
             // A round trip needs both spinning ranks on a core at once: generous on a
             // loaded CPU.
@@ -79,7 +102,7 @@ fn main() -> ExitCode {
                 .heap_bytes(heap)
                 .timeout(Duration::from_secs(600));
             let result = world.run(|iris| {
-                let (seconds, ok) = exchange(iris, words, rounds)?;
+                let (seconds, ok) = exchange(iris, protocol, words, rounds)?;
                 Ok((
                     iris.backend_kind(),
                     iris.device_info().name.clone(),
@@ -98,6 +121,7 @@ fn main() -> ExitCode {
             let ok = per_rank.iter().all(|r| r.3);
             all_ok &= ok;
             table.row(vec![
+                protocol.to_string(),
                 ranks.to_string(),
                 per_rank[0].0.to_string(),
                 human_bytes(words * 8),

@@ -2,7 +2,10 @@
 //! into the consumer's mailbox with plain remote stores, then raises the consumer's flag
 //! (`Release`, `System`); the consumer waits for the flag (`Acquire`, `System`), checks every
 //! payload word's sequence number and acknowledges. 10,000 round trips must lose, repeat
-//! and reorder nothing, on the CPU backend and on every GPU backend present.
+//! and reorder nothing, on the CPU backend and on every GPU backend present; the same
+//! with iris's signal operations (`put_signal`, `signal_wait_until`); and rounds at 1, 2,
+//! 4 and 8 ranks that allocate and free local and symmetric buffers while a peer's
+//! kernel waits for them, which must neither deadlock nor lose a message.
 
 mod common;
 
@@ -14,6 +17,8 @@ use iris::World;
 // The kernels are the example's: one definition for both.
 #[path = "../examples/common/mailbox.rs"]
 mod mailbox;
+#[path = "../examples/common/signal_mailbox.rs"]
+mod signal_mailbox;
 
 #[test]
 fn ten_thousand_round_trips_lose_and_reorder_nothing() {
@@ -47,5 +52,71 @@ fn ten_thousand_round_trips_lose_and_reorder_nothing() {
             received[3],
             received[4]
         );
+    }
+}
+
+#[test]
+fn ten_thousand_signalled_round_trips_lose_and_reorder_nothing() {
+    let rounds = 10_000u64;
+    let words = 16usize;
+    for backend in backends() {
+        let start = std::time::Instant::now();
+        let statuses = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(Duration::from_secs(600))
+            .run(|iris| signal_mailbox::ping_pong(iris, words, rounds).map(|(s, _)| s))
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        eprintln!(
+            "{backend}: {rounds} signalled round trips in {:.2?}",
+            start.elapsed()
+        );
+        assert_eq!(statuses[0][0], rounds, "{backend}: producer sent");
+        assert_eq!(
+            statuses[1],
+            [rounds, 0, 0, 0],
+            "{backend}: consumer received, wrong words, wrong flags, first bad round"
+        );
+    }
+}
+
+/// The world sizes of the allocation test: 1, 2, 4, 8 (and 16 where `IRIS_TEST_RANKS`
+/// names it, for GPU stress runs).
+fn allocation_world_sizes() -> Vec<usize> {
+    match std::env::var("IRIS_TEST_RANKS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("IRIS_TEST_RANKS: a list of numbers")
+            })
+            .collect(),
+        _ => vec![1, 2, 4, 8],
+    }
+}
+
+#[test]
+fn rounds_that_allocate_and_free_while_peers_wait_neither_hang_nor_lose() {
+    let rounds = 3u64;
+    for backend in backends() {
+        for ranks in allocation_world_sizes() {
+            let start = std::time::Instant::now();
+            let good = World::threads(ranks)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .timeout(Duration::from_secs(60))
+                .run(|iris| signal_mailbox::rounds_with_allocations(iris, 1000, rounds))
+                .unwrap_or_else(|e| panic!("{backend}, {ranks} ranks: {e}"));
+            eprintln!(
+                "{backend}: {ranks} ranks, {rounds} rounds with allocations in {:.2?}",
+                start.elapsed()
+            );
+            assert_eq!(
+                good,
+                vec![rounds; ranks],
+                "{backend}, {ranks} ranks: rounds intact per rank"
+            );
+        }
     }
 }

@@ -31,14 +31,16 @@ pub mod mailbox {
         }
     }
 
-    /// Round `r` (from 0): waits until the consumer acknowledged `r` rounds, stores words
-    /// `r * words + j + 1` into the consumer's mailbox, raises its flag to `r + 1`.
+    /// Round `r` (from 0): waits until the consumer acknowledged `r` rounds, writes words
+    /// `r * words + j + 1` into `staging` and stores them into the consumer's mailbox (the
+    /// same data movement as `signal_mailbox`'s `put_signal`), raises its flag to `r + 1`.
     /// `status[0]` = rounds sent; `status[1]` = 1 if a wait gave up.
     #[kernel]
     pub fn producer(
         mailbox: Symmetric<u64>,
         flag: Symmetric<u64>,
         ack: Symmetric<u64>,
+        staging: *mut u64,
         status: *mut u64,
         words: u64,
         rounds: u64,
@@ -57,7 +59,14 @@ pub mod mailbox {
                 break;
             }
             for j in 0..words {
-                store(mailbox.add(j as usize), round * words + j + 1, peer);
+                unsafe { *staging.add(j as usize) = round * words + j + 1 };
+            }
+            for j in 0..words {
+                store(
+                    mailbox.add(j as usize),
+                    unsafe { *staging.add(j as usize) },
+                    peer,
+                );
             }
             atomic_store(flag, round + 1, peer, Ordering::Release, Scope::System);
             sent += 1;
@@ -142,6 +151,7 @@ pub fn exchange(
     let flag = iris.symmetric_zeros::<u64>(1)?;
     let ack = iris.symmetric_zeros::<u64>(1)?;
     let status = iris.full::<u64>(5, u64::MAX)?;
+    let staging = iris.zeros::<u64>(words)?;
     let timeout_ns = iris.timeout().mul_f64(0.9).as_nanos() as u64;
     let w = words as u64;
     iris.barrier()?;
@@ -153,6 +163,7 @@ pub fn exchange(
             &mailbox,
             &flag,
             &ack,
+            &staging,
             &status,
             w,
             rounds,

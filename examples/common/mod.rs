@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mailbox;
+pub mod signal_mailbox;
 use iris::{BackendKind, Iris, World};
 
 /// `--ranks`, `--elems`, `--iters` and any example-specific flags.

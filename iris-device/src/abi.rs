@@ -96,6 +96,10 @@ pub struct KernelSpec {
     /// [`peer_table`]): a launch then makes the host read the context's error word at
     /// the next synchronization.
     pub peer_checks: bool,
+    /// Whether it waits on signals (`signal_wait_until`): a wait that gives up writes the
+    /// context's fault record, so a launch makes the host read it at the next
+    /// synchronization, as with peer checks.
+    pub signal_waits: bool,
 }
 
 impl KernelSpec {
@@ -119,6 +123,17 @@ impl KernelSpec {
 }
 
 pub mod peer_table;
+
+/// Every kernel unit linked into the program: each `#[iris::kernel]` and
+/// `#[iris::kernels]` item registers its [`KernelUnit`] here, and a context loads them all
+/// on its device when it is made (see `iris::Iris`), so that no launch loads a module
+/// later (loading one waits for the device's running kernels on CUDA, and a kernel that
+/// waits for another rank would make that a deadlock).
+#[linkme::distributed_slice]
+pub static KERNEL_UNITS: [&'static KernelUnit];
+
+#[doc(hidden)]
+pub use linkme as __linkme;
 
 /// Everything one `#[iris::kernel]` item compiled to.
 #[derive(Clone, Copy, Debug)]

@@ -88,6 +88,17 @@ pub struct TileShape {
     pub box_cols: u32,
 }
 
+/// A `u64` in host memory that a device's kernels read while the host may write it (the
+/// world's abort flag): page-locked memory mapped into the device's address space on a
+/// GPU, ordinary memory on the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostWord {
+    /// Its host address (an `AtomicU64` there).
+    pub host: u64,
+    /// Its address in the device's address space.
+    pub device: u64,
+}
+
 /// What an allocation will be used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
@@ -152,6 +163,43 @@ pub trait Device: Send + Sync {
     /// `addr` came from `alloc` on this device and is not used afterwards, by any stream
     /// of any device.
     unsafe fn free(&self, addr: u64) -> Result<()>;
+
+    /// Frees an allocation of [`alloc`](Device::alloc) of [`MemoryKind::Device`] once
+    /// the work queued on `stream` so far has finished, without waiting for it (and
+    /// without waiting for any other stream's work, as a plain free may).
+    ///
+    /// # Safety
+    /// `addr` came from `alloc` on this device; no work queued later, on any stream, uses
+    /// it; work queued earlier on other streams that uses it is ordered before `stream`'s
+    /// current end (by events or synchronization).
+    unsafe fn free_after(&self, addr: u64, stream: &dyn Stream) -> Result<()>;
+
+    /// Copies `src` into device memory at `dst` that no queued work uses (memory just
+    /// allocated), on none of the caller's streams: it waits for no kernel, and returns
+    /// once the copy is complete.
+    ///
+    /// # Safety
+    /// `dst..dst + src.len()` lies inside one live allocation of this device that no
+    /// queued or running work reads or writes.
+    unsafe fn write_fresh(&self, dst: u64, src: &[u8]) -> Result<()>;
+
+    /// Sets `bytes` bytes at `dst` to `value` as [`write_fresh`](Device::write_fresh)
+    /// writes: memory no queued work uses, on none of the caller's streams, returning once
+    /// done.
+    ///
+    /// # Safety
+    /// As for [`write_fresh`](Device::write_fresh).
+    unsafe fn fill_fresh(&self, dst: u64, value: u8, bytes: usize) -> Result<()>;
+
+    /// A new [`HostWord`] holding 0. Released with
+    /// [`free_host_word`](Device::free_host_word).
+    fn alloc_host_word(&self) -> Result<HostWord>;
+
+    /// Releases a word of [`alloc_host_word`](Device::alloc_host_word).
+    ///
+    /// # Safety
+    /// No queued or running kernel reads it, and its host address is not used afterwards.
+    unsafe fn free_host_word(&self, word: HostWord) -> Result<()>;
 
     /// Copies `src` to device address `dst` after the prior work of `stream`, and returns
     /// once the copy is complete.

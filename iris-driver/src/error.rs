@@ -188,6 +188,25 @@ pub enum Error {
         world_size: usize,
     },
 
+    /// A device-side signal wait (`signal_wait_until`) gave up: its wait limit passed, or
+    /// the world aborted while it waited. Reported by the rank's next `synchronize` (or a
+    /// copy that waits for its work), for the first wait that gave up since the last
+    /// report; later waits of the rank gave up at once.
+    #[error(
+        "rank {rank}: kernel `{kernel}` gave up waiting for signal {:#x} {} {} after {:?} (block {}, thread {}): it saw {}; {}",
+        wait.signal, wait.cmp, wait.expected, wait.waited, wait.block, wait.thread, wait.seen, wait.reason
+    )]
+    SignalWait {
+        /// The rank whose kernel waited.
+        rank: usize,
+        /// The kernel (the last one launched with signal waits since the last report).
+        kernel: String,
+        /// Whether it gave up because the world aborted (another rank failed first).
+        aborted: bool,
+        /// What it waited for.
+        wait: Box<SignalWaitInfo>,
+    },
+
     /// A symmetric address map whose invariants do not hold.
     #[error("invalid symmetric address map: {0}")]
     InvalidAddressMap(String),
@@ -382,6 +401,27 @@ pub enum Error {
     },
 }
 
+/// What a device-side signal wait that gave up waited for ([`Error::SignalWait`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalWaitInfo {
+    /// The device address of the rank's copy of the signal.
+    pub signal: u64,
+    /// The comparison (`>=`).
+    pub cmp: &'static str,
+    /// The value it waited for.
+    pub expected: u64,
+    /// The value it saw last.
+    pub seen: u64,
+    /// How long it waited.
+    pub waited: Duration,
+    /// The waiting thread's block (x).
+    pub block: u32,
+    /// The waiting thread (x).
+    pub thread: u32,
+    /// Why it gave up.
+    pub reason: String,
+}
+
 fn who(rank: &Option<usize>) -> String {
     match rank {
         Some(r) => format!("rank {r} "),
@@ -422,6 +462,7 @@ impl Error {
     pub fn is_secondary(&self) -> bool {
         match self {
             Error::PeerFailed { .. } => true,
+            Error::SignalWait { aborted, .. } => *aborted,
             Error::RankFailed { source, .. } => source.is_secondary(),
             _ => false,
         }

@@ -31,7 +31,7 @@ pub mod sync;
 mod work_queues;
 
 pub use device::{
-    downcast, select_code_object, Backend, Device, DeviceInfo, Event, Graph, LaunchDims,
+    downcast, select_code_object, Backend, Device, DeviceInfo, Event, Graph, HostWord, LaunchDims,
     MemoryKind, Module, Stream, TileShape,
 };
 pub use error::{Error, Result};

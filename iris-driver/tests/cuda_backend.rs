@@ -111,6 +111,7 @@ const KERNELS: &[KernelSpec] = &[
         concurrent_threads: false,
         max_block_threads: 1024,
         peer_checks: false,
+        signal_waits: false,
     },
     KernelSpec {
         name: "translate_store",
@@ -135,6 +136,7 @@ const KERNELS: &[KernelSpec] = &[
         concurrent_threads: false,
         max_block_threads: 1024,
         peer_checks: false,
+        signal_waits: false,
     },
 ];
 

@@ -32,6 +32,14 @@ pub fn parse_timeout(value: &str) -> Result<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| invalid("the timeout is too large"))
 }
 
+/// Whether a context loads every kernel unit of the program on its device when it is
+/// made: yes unless `IRIS_PRELOAD=0` (which saves the start-up time of a program with many
+/// kernels, and lets a launch load its unit, which on CUDA waits for the device's running
+/// kernels: a kernel waiting for another rank's launch then never ends).
+pub fn preload_from_env() -> bool {
+    std::env::var("IRIS_PRELOAD").map_or(true, |v| v.trim() != "0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

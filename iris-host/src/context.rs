@@ -12,7 +12,7 @@ use iris_driver::{BackendKind, Device, DeviceInfo, Error, LaunchDims, Result};
 use crate::event::Event;
 use crate::launch::{validate, KernelArgs, LaunchConfig};
 use crate::memory::Buffer;
-use crate::pod::{byte_len, Pod};
+use crate::pod::{as_bytes, byte_len, Pod};
 use crate::rank::{RankCore, RankPlace};
 use crate::symmetric::{
     AllocationRequest, ExternalProvider, HeapProvider, IpcProvider, ProviderKind, RankHeap,
@@ -70,6 +70,9 @@ impl Iris {
     /// The context of a rank of a world.
     pub(crate) fn new(setup: RankSetup) -> Result<Self> {
         let rank = setup.place.rank;
+        if crate::config::preload_from_env() {
+            setup.place.device.preload();
+        }
         let heap_bytes = setup.heaps.get(rank).map_or(0, |h| h.bytes);
         let core = Arc::new(RankCore::new(setup.place)?);
         let heap = HeapProvider::new(Arc::clone(&core), setup.heaps)?;
@@ -289,13 +292,13 @@ impl Iris {
             .allocate(&request)
             .map_err(|e| e.on_rank(self.rank()))?;
         let buffer = SymmetricBuffer::new(&self.core, source, map, len, provider);
+        // The local copy is new: written on none of this rank's streams, so that a rank
+        // whose kernel waits for a peer allocates without waiting for that kernel.
+        let (base, bytes) = (buffer.map().base(), buffer.map().bytes());
         match fill {
-            Fill::Zeros => self
-                .core
-                .fill_bytes(buffer.map().base(), 0, buffer.map().bytes())?,
-            Fill::Data(data) => buffer.copy_from_slice(data)?,
+            Fill::Zeros => self.core.fill_fresh(base, 0, bytes)?,
+            Fill::Data(data) => self.core.upload_fresh(base, as_bytes(data))?,
         }
-        self.synchronize()?;
         self.core.host_barrier("symmetric initialization")?;
         Ok(buffer)
     }
@@ -438,9 +441,7 @@ impl Iris {
         );
         let spec = validate(&args, &config, self.core.device_info(), self.id())?;
         let module = self.core.device_slot().module_ref(unit)?;
-        if spec.peer_checks {
-            self.core.mark_checked_launch();
-        }
+        self.core.note_launch(spec);
         let mut slots = args.slot_pointers();
         let dims = LaunchDims {
             grid: config.grid,

@@ -107,6 +107,7 @@ static UNIT: KernelUnit = KernelUnit {
         concurrent_threads: false,
         max_block_threads: 1024,
         peer_checks: false,
+        signal_waits: false,
     }],
     code_objects: &[CodeObject {
         target: "sm_80",

@@ -170,7 +170,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#errs #shim)
         }
         Ok(unit) => {
-            let unit_static = unit_static(&unit, &name.to_string(), quote!(pub static UNIT));
+            let unit_static = unit_static(&unit, &name.to_string(), "UNIT");
             let kernels = kernels_of(&func, &unit);
             let launcher = launcher_module(&func, &unit, &kernels, unit_static);
             quote!(#shim #launcher #track)
@@ -262,8 +262,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
             ) {
                 Err(errors) => errors_to_tokens(&errors),
                 Ok(unit) => {
-                    let unit_static =
-                        unit_static(&unit, &mod_name.to_string(), quote!(pub static __IRIS_UNIT));
+                    let unit_static = unit_static(&unit, &mod_name.to_string(), "__IRIS_UNIT");
                     let mut launchers = TokenStream::new();
                     for f in functions.iter().filter(|f| f.is_kernel) {
                         let kernels = kernels_of(&f.item, &unit);

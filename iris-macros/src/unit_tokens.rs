@@ -31,6 +31,7 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
     let facts = kernel_facts(f);
     let (shared, max_threads) = (facts.shared_bytes, facts.max_block_threads);
     let concurrent = f.uses_block_barrier || f.uses_warp;
+    let waits = f.waits_on_signals;
     quote! {
         #abi::KernelSpec {
             name: #name,
@@ -39,12 +40,14 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
             concurrent_threads: #concurrent,
             max_block_threads: #max_threads,
             peer_checks: #peer_checks,
+            signal_waits: #waits,
         }
     }
 }
 
-/// `<head>: iris::abi::KernelUnit = ...;` for the compiled unit.
-pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStream {
+/// `pub static <name>: iris::abi::KernelUnit = ...;` for the compiled unit, registered in
+/// `iris::abi::KERNEL_UNITS` (every unit of the program, preloaded by each context).
+pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
     let abi = crate::paths::abi();
     let kernels = unit
         .ir
@@ -62,11 +65,15 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, head: TokenStream) -> TokenStr
         let lit = Literal::byte_string(bytes);
         quote!(#abi::CodeObject { target: #name, kind: #kind, bytes: #lit })
     });
+    let name = proc_macro2::Ident::new(name, proc_macro2::Span::call_site());
     quote! {
-        #head: #abi::KernelUnit = #abi::KernelUnit {
+        pub static #name: #abi::KernelUnit = #abi::KernelUnit {
             id: ::core::concat!(::core::module_path!(), "::", #id),
             kernels: &[#(#kernels),*],
             code_objects: &[#(#objects),*],
         };
+        #[#abi::__linkme::distributed_slice(#abi::KERNEL_UNITS)]
+        #[linkme(crate = #abi::__linkme)]
+        static __IRIS_UNIT_REGISTERED: &#abi::KernelUnit = &#name;
     }
 }

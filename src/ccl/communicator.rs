@@ -71,9 +71,9 @@ impl<'ctx> Ccl<'ctx> {
     /// timeout (`IRIS_TIMEOUT`), so that the device gives up, and names the rank, before
     /// the host's wait does.
     pub fn new(iris: &'ctx Iris) -> Result<Self> {
-        // Nothing of this rank that could wait for a peer is running when the barrier
-        // loads (the exchange below makes it so on every rank).
-        iris.synchronize()?;
+        // No wait for this rank's queued work: loading a module and allocating wait for
+        // no kernel (tests/host_calls.rs), so a rank whose kernel waits for a peer can
+        // make a communicator while the peer makes its own.
         let world = iris.world_size();
         let info = iris.device_info();
         let cpu = info.backend == BackendKind::Cpu;
@@ -162,11 +162,9 @@ impl<'ctx> Ccl<'ctx> {
     /// multiprocessor than those loaded before (collective: every rank calls it for the
     /// same units in the same order).
     ///
-    /// Loading a module may wait for the device's running kernels (on CUDA it can), and a
-    /// kernel spinning at a barrier for a peer whose launch waits behind that load never
-    /// finishes. So every rank first waits for its queued work (which can all complete:
-    /// every rank has launched everything it queued before), meets the others, loads,
-    /// and exchanges the unit's occupancy. The collectives do this themselves the first
+    /// Every rank meets the others, loads (which waits for no running kernel:
+    /// tests/host_calls.rs checks it on every backend) and exchanges the unit's
+    /// occupancy. The collectives do this themselves the first
     /// time this communicator launches each of their units; for your own kernels use
     /// [`launch_config_for`](Ccl::launch_config_for), which calls it. Units already loaded
     /// through this communicator cost nothing.
@@ -192,7 +190,6 @@ impl<'ctx> Ccl<'ctx> {
     }
 
     fn load_collectively(&self, unit: &'static KernelUnit, block_threads: u32) -> Result<()> {
-        self.iris.synchronize()?;
         self.iris.host_barrier()?;
         let occupancy = self
             .iris

@@ -104,7 +104,7 @@ pub mod barrier {
     /// wait began (or another rank already gave up: the communicator is broken and every
     /// later wait returns at once). The first 1024 polls of each peer go back to back,
     /// then a 256 ns sleep separates polls, each of which also checks whether another rank
-    /// gave up and whether the time is up. Records the wait's time in word 3 when it is
+    /// gave up, whether the world aborted and whether the time is up. Records the wait's time in word 3 when it is
     /// the longest yet (a read first, so a long-stable maximum costs no atomic).
     pub fn ccl_wait(
         signals: Symmetric<u64>,
@@ -127,7 +127,8 @@ pub mod barrier {
                         ccl_told_to_stop(signals, me, timeout_ns);
                         return broken as u32;
                     }
-                    if global_timer_ns() - start >= timeout_ns {
+                    // Past the limit, or another rank failed (the world aborted).
+                    if global_timer_ns() - start >= timeout_ns || world_aborted(signals) {
                         ccl_give_up(signals, slot, epoch, me, world, peer);
                         return peer + 1;
                     }

@@ -26,6 +26,8 @@
 //! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
 //! memory only: the peers push.
 //!
+//! A wait also gives up as soon as the world aborts (`world_aborted`: a rank failed).
+//!
 //! A wait is bounded in time, not in polls: it reads the device clock
 //! (`global_timer_ns`) and gives up `timeout_ns` after it started (the communicator's
 //! wait limit, below the world's `IRIS_TIMEOUT`, so the device gives up first and names

@@ -11,6 +11,7 @@ mod ids;
 mod matrix;
 mod memory;
 mod scope;
+mod signals;
 mod symmetric;
 mod time;
 mod values;
@@ -28,6 +29,10 @@ pub use matrix::{
 };
 pub use memory::*;
 pub use scope::{fence, Scope};
+pub use signals::{
+    put_signal, put_signal_block, signal, signal_block, signal_wait_until, signal_wait_until_block,
+    world_aborted, Cmp, SignalOp,
+};
 pub use symmetric::Symmetric;
 pub use time::{clock64, global_timer_ns, nanosleep};
 pub use values::{AtomicBits, AtomicValue, DeviceValue};

@@ -13,6 +13,7 @@ mod kernels;
 mod matrix;
 mod peer_checks;
 mod semantics;
+mod signals;
 mod smoke;
 mod source;
 mod symmetric;

@@ -124,7 +124,10 @@ struct Table {
 
 impl Table {
     fn new(bases: &[u64], error_word: *mut u64) -> Self {
-        let mut words = vec![0, 0, error_word as u64, bases.len() as u64];
+        let header = (peer_table::HEADER_BYTES / 8) as usize;
+        let mut words = vec![0; header];
+        words[header - 2] = error_word as u64;
+        words[header - 1] = bases.len() as u64;
         words.extend_from_slice(bases);
         Table { words }
     }
@@ -172,8 +175,9 @@ fn run_every_op(m: &CpuModule, peer: u32) -> AfterEveryOp {
     args.extend([arg(&mut lp), arg(&mut p)]);
     m.launch("every_op", 1, 1, 0, &args);
     // The sinks took the stores, never an entry.
-    assert_eq!(&ta.words[4..], &a_bases[..]);
-    assert_eq!(&tb.words[4..], &b_bases[..]);
+    let header = (peer_table::HEADER_BYTES / 8) as usize;
+    assert_eq!(&ta.words[header..], &a_bases[..]);
+    assert_eq!(&tb.words[header..], &b_bases[..]);
     AfterEveryOp {
         error_word,
         a,
@@ -248,5 +252,6 @@ fn the_first_error_wins() {
     }
     assert_eq!(peer_table::decode_error(error_word), Some((3, 1)));
     assert_eq!(copy, vec![5, 5], "the copy is untouched");
-    assert_eq!(table.words[0] as u32, 9, "the store went to the sink");
+    let sink = (header as i64 + peer_table::SINK_INDEX) as usize;
+    assert_eq!(table.words[sink] as u32, 9, "the store went to the sink");
 }

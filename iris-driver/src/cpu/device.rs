@@ -2,6 +2,7 @@
 
 use core::ffi::c_void;
 use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use iris_device::abi::{KernelUnit, ParamKind};
@@ -14,13 +15,14 @@ use super::stream::CpuStream;
 use super::HOST_TRIPLE;
 use crate::error::{Error, Result};
 use crate::{
-    downcast, BackendKind, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream,
+    downcast, BackendKind, Device, DeviceInfo, Event, HostWord, LaunchDims, MemoryKind, Module,
+    Stream,
 };
 
 /// The host as a device.
 pub struct CpuDevice {
     info: DeviceInfo,
-    memory: HostAllocations,
+    memory: Arc<HostAllocations>,
     parallelism: usize,
 }
 
@@ -41,7 +43,7 @@ impl CpuDevice {
         };
         Self {
             info,
-            memory: HostAllocations::default(),
+            memory: Arc::new(HostAllocations::default()),
             parallelism,
         }
     }
@@ -63,6 +65,44 @@ impl Device for CpuDevice {
     unsafe fn free(&self, addr: u64) -> Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe { self.memory.free(addr) }
+    }
+
+    unsafe fn free_after(&self, addr: u64, stream: &dyn Stream) -> Result<()> {
+        self.memory.check(addr, 1)?;
+        let memory = Arc::clone(&self.memory);
+        self.stream(stream)?.submit(Box::new(move || {
+            // SAFETY: the stream's earlier work, the last to use it, has finished (the
+            // caller's promise covers later work).
+            unsafe { memory.free(addr) }.map_err(|e| e.to_string())
+        }))
+    }
+
+    unsafe fn write_fresh(&self, dst: u64, src: &[u8]) -> Result<()> {
+        self.memory.check(dst, src.len())?;
+        // SAFETY: the range is inside a live allocation (checked) that no work uses.
+        unsafe { std::ptr::copy(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+
+    unsafe fn fill_fresh(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
+        self.memory.check(dst, bytes)?;
+        // SAFETY: the range is inside a live allocation (checked) that no work uses.
+        unsafe { std::ptr::write_bytes(dst as *mut u8, value, bytes) };
+        Ok(())
+    }
+
+    fn alloc_host_word(&self) -> Result<HostWord> {
+        let addr = Box::into_raw(Box::new(AtomicU64::new(0))) as u64;
+        Ok(HostWord {
+            host: addr,
+            device: addr,
+        })
+    }
+
+    unsafe fn free_host_word(&self, word: HostWord) -> Result<()> {
+        // SAFETY: made by `alloc_host_word` from a box (the caller's promise), unused now.
+        drop(unsafe { Box::from_raw(word.host as *mut AtomicU64) });
+        Ok(())
     }
 
     fn alloc_exportable(&self, bytes: usize, _kind: MemoryKind) -> Result<u64> {

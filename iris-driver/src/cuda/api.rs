@@ -219,6 +219,91 @@ impl GpuApi for Cuda {
         check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) })
     }
 
+    unsafe fn pool_create(ordinal: usize) -> Result<u64> {
+        // SAFETY: the properties are zeroed (the documented default for every field not set).
+        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = ordinal as i32;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid pointers, with the context current.
+        check("cuMemPoolCreate", unsafe {
+            sys::cuMemPoolCreate(&mut pool, &props)
+        })?;
+        let mut keep = u64::MAX;
+        let mut no = 0i32;
+        // SAFETY: a live pool; the values have the attributes' types (cuuint64_t, int).
+        unsafe {
+            check(
+                "cuMemPoolSetAttribute",
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&mut keep as *mut u64).cast(),
+                ),
+            )?;
+            check(
+                "cuMemPoolSetAttribute",
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                    (&mut no as *mut i32).cast(),
+                ),
+            )?;
+        }
+        Ok(pool as u64)
+    }
+
+    unsafe fn pool_alloc(
+        pool: u64,
+        bytes: usize,
+        stream: CUstream,
+    ) -> std::result::Result<u64, String> {
+        let mut addr = 0;
+        // SAFETY: a live pool of the current device and a live stream.
+        match unsafe {
+            sys::cuMemAllocFromPoolAsync(&mut addr, bytes, pool as sys::CUmemoryPool, stream)
+        } {
+            CUresult::CUDA_SUCCESS => Ok(addr),
+            r => Err(describe(r)),
+        }
+    }
+
+    unsafe fn free_async(addr: u64, stream: CUstream) -> Result<()> {
+        // SAFETY: an allocation of `pool_alloc` (the caller's promise) and a live stream.
+        check("cuMemFreeAsync", unsafe {
+            sys::cuMemFreeAsync(addr, stream)
+        })
+    }
+
+    unsafe fn host_alloc_mapped(bytes: usize) -> Result<(u64, u64)> {
+        let mut host = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: a valid out-pointer, with a context current.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut host, bytes, flags)
+        })?;
+        let mut device = 0;
+        // SAFETY: `host` is mapped memory just allocated.
+        let mapped = check("cuMemHostGetDevicePointer_v2", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0)
+        });
+        if let Err(err) = mapped {
+            // SAFETY: nothing else has seen `host`.
+            let _ = unsafe { sys::cuMemFreeHost(host) };
+            return Err(err);
+        }
+        Ok((host as u64, device))
+    }
+
+    unsafe fn host_free(host: u64) -> Result<()> {
+        // SAFETY: memory of `host_alloc_mapped` (the caller's promise).
+        check("cuMemFreeHost", unsafe {
+            sys::cuMemFreeHost(host as *mut _)
+        })
+    }
+
     unsafe fn memcpy_htod_async(
         dst: u64,
         src: *const u8,

@@ -104,6 +104,26 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
     unsafe fn mem_alloc(bytes: usize, kind: MemoryKind) -> std::result::Result<u64, String>;
     /// Frees an allocation of [`mem_alloc`](GpuApi::mem_alloc).
     unsafe fn mem_free(addr: u64) -> Result<()>;
+    /// A memory pool of the context's device for stream-ordered allocations: its memory
+    /// stays in the pool when freed (no release threshold), and an allocation never
+    /// makes its stream wait for another stream's free (no internal dependencies), so
+    /// allocating never waits for a kernel. The handle as an integer.
+    unsafe fn pool_create(ordinal: usize) -> Result<u64>;
+    /// Allocates `bytes` (> 0) from `pool`, ordered on `stream`; the error is the
+    /// runtime's description.
+    unsafe fn pool_alloc(
+        pool: u64,
+        bytes: usize,
+        stream: Self::Stream,
+    ) -> std::result::Result<u64, String>;
+    /// Returns an allocation of [`pool_alloc`](GpuApi::pool_alloc) to its pool once the
+    /// work queued on `stream` so far has finished; does not wait.
+    unsafe fn free_async(addr: u64, stream: Self::Stream) -> Result<()>;
+    /// `bytes` of page-locked host memory mapped into every device's address space:
+    /// (host address, device address).
+    unsafe fn host_alloc_mapped(bytes: usize) -> Result<(u64, u64)>;
+    /// Frees memory of [`host_alloc_mapped`](GpuApi::host_alloc_mapped).
+    unsafe fn host_free(host: u64) -> Result<()>;
     /// Queues a copy of `bytes` from host `src` to device `dst`.
     unsafe fn memcpy_htod_async(
         dst: u64,

@@ -1,7 +1,9 @@
 //! `GpuDevice`: the [`Device`] operations of a GPU, written once over a [`GpuApi`].
 
+use std::collections::HashSet;
 use std::ffi::c_void;
 use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 
 use iris_device::abi::KernelUnit;
 
@@ -10,23 +12,94 @@ use super::module::GpuModule;
 use super::stream::{GpuEvent, GpuStream};
 use super::wait::COPY_TIMEOUT;
 use crate::error::{Error, Result};
+use crate::sync::lock;
 use crate::{
-    downcast, Device, DeviceInfo, Event, LaunchDims, MemoryKind, Module, Stream, TileShape,
+    downcast, Device, DeviceInfo, Event, HostWord, LaunchDims, MemoryKind, Module, Stream,
+    TileShape,
 };
 
 /// One GPU: its context (made current on the calling thread before every call), its
-/// description, and the vendor's state.
+/// description, the vendor's state, and what allocates without waiting for kernels.
+///
+/// Ordinary device memory ([`MemoryKind::Device`]) comes from a pool of the device's own
+/// (`cuMemAllocFromPoolAsync`, `hipMallocFromPoolAsync`), allocated on a stream no kernel
+/// runs on (the staging stream), and goes back to it with a stream-ordered free
+/// (`cuMemFreeAsync`): neither waits for a kernel, where `cuMemFree` waits for the whole
+/// device (a rank freeing a buffer would wait for a peer's kernel that waits for this
+/// rank). Fresh memory is written on the staging stream too.
 pub struct GpuDevice<A: GpuApi> {
     api: A,
     ctx: A::Context,
     info: DeviceInfo,
+    staging: Mutex<Option<Arc<Staging<A>>>>,
+    /// The live allocations of the pool.
+    pooled: Mutex<HashSet<u64>>,
+}
+
+/// The pool and the staging stream of a device (made on first use).
+struct Staging<A: GpuApi> {
+    pool: u64,
+    stream: GpuStream<A>,
+    /// One user of the staging stream at a time (its waits cover only its own work).
+    turn: Mutex<()>,
 }
 
 impl<A: GpuApi> GpuDevice<A> {
     /// Opens device `ordinal`.
     pub(crate) fn open(ordinal: usize) -> Result<Self> {
         let (api, ctx, info) = A::open(ordinal)?;
-        Ok(Self { api, ctx, info })
+        Ok(Self {
+            api,
+            ctx,
+            info,
+            staging: Mutex::new(None),
+            pooled: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The pool and the staging stream, made on first use.
+    fn staging(&self) -> Result<Arc<Staging<A>>> {
+        let mut slot = lock(&self.staging);
+        if let Some(staging) = &*slot {
+            return Ok(Arc::clone(staging));
+        }
+        A::make_current(&self.ctx)?;
+        // SAFETY: the device is current.
+        let pool = unsafe { A::pool_create(self.info.ordinal) }?;
+        let stream = GpuStream::<A>::new(self.ctx.clone())?;
+        let staging = Arc::new(Staging {
+            pool,
+            stream,
+            turn: Mutex::new(()),
+        });
+        *slot = Some(Arc::clone(&staging));
+        Ok(staging)
+    }
+
+    /// `bytes` from the pool, ready for any stream.
+    fn pool_alloc(&self, bytes: usize) -> std::result::Result<u64, String> {
+        let staging = self.staging().map_err(|e| e.to_string())?;
+        let _turn = lock(&staging.turn);
+        A::make_current(&self.ctx).map_err(|e| e.to_string())?;
+        // SAFETY: the pool and stream of this device, which is current.
+        let addr = unsafe { A::pool_alloc(staging.pool, bytes, staging.stream.raw()) }?;
+        // The staging stream holds only allocations and copies: this waits for no kernel.
+        staging
+            .stream
+            .wait(COPY_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+        lock(&self.pooled).insert(addr);
+        Ok(addr)
+    }
+
+    /// Whether `addr` is a live allocation of the pool (and forgets it if `take`).
+    fn is_pooled(&self, addr: u64, take: bool) -> bool {
+        let mut pooled = lock(&self.pooled);
+        if take {
+            pooled.remove(&addr)
+        } else {
+            pooled.contains(&addr)
+        }
     }
 
     /// The vendor's state of this device.
@@ -107,9 +180,15 @@ impl<A: GpuApi> Device for GpuDevice<A> {
         if bytes == 0 {
             return Err(oom("a zero-byte allocation was asked for".into()));
         }
-        A::make_current(&self.ctx)?;
-        // SAFETY: the device is current.
-        match unsafe { A::mem_alloc(bytes, kind) } {
+        let allocated = match kind {
+            MemoryKind::Device => self.pool_alloc(bytes),
+            MemoryKind::Symmetric => {
+                A::make_current(&self.ctx)?;
+                // SAFETY: the device is current.
+                unsafe { A::mem_alloc(bytes, kind) }
+            }
+        };
+        match allocated {
             Ok(0) => Err(oom("the runtime returned a null pointer".into())),
             Ok(addr) => Ok(addr),
             Err(reason) => Err(oom(reason)),
@@ -117,9 +196,71 @@ impl<A: GpuApi> Device for GpuDevice<A> {
     }
 
     unsafe fn free(&self, addr: u64) -> Result<()> {
+        if self.is_pooled(addr, true) {
+            let staging = self.staging()?;
+            let _turn = lock(&staging.turn);
+            A::make_current(&self.ctx)?;
+            // SAFETY: a pool allocation nothing uses any more (the trait's contract).
+            return unsafe { A::free_async(addr, staging.stream.raw()) };
+        }
         A::make_current(&self.ctx)?;
         // SAFETY: per the trait's contract, `addr` came from `alloc` on this device.
         unsafe { A::mem_free(addr) }
+    }
+
+    unsafe fn free_after(&self, addr: u64, stream: &dyn Stream) -> Result<()> {
+        let stream = self.own_stream(stream)?;
+        if !self.is_pooled(addr, true) {
+            return Err(Error::InvalidAddress {
+                addr,
+                bytes: 0,
+                reason: "not an allocation of ordinary device memory (`alloc` with MemoryKind::Device) on this device".into(),
+            });
+        }
+        A::make_current(&self.ctx)?;
+        // SAFETY: a pool allocation whose last users are ordered before the stream's end
+        // (the trait's contract).
+        unsafe { A::free_async(addr, stream.raw()) }
+    }
+
+    unsafe fn write_fresh(&self, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let staging = self.staging()?;
+        let _turn = lock(&staging.turn);
+        A::make_current(&self.ctx)?;
+        // SAFETY: the range is fresh memory (the caller's promise); the wait below keeps
+        // `src` borrowed until the copy is done.
+        unsafe { A::memcpy_htod_async(dst, src.as_ptr(), src.len(), staging.stream.raw()) }?;
+        staging.stream.wait(COPY_TIMEOUT)
+    }
+
+    unsafe fn fill_fresh(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let staging = self.staging()?;
+        let _turn = lock(&staging.turn);
+        A::make_current(&self.ctx)?;
+        // SAFETY: the range is fresh memory (the caller's promise).
+        unsafe { A::memset_async(dst, value, bytes, staging.stream.raw()) }?;
+        staging.stream.wait(COPY_TIMEOUT)
+    }
+
+    fn alloc_host_word(&self) -> Result<HostWord> {
+        A::make_current(&self.ctx)?;
+        // SAFETY: the device is current.
+        let (host, device) = unsafe { A::host_alloc_mapped(8) }?;
+        // SAFETY: 8 bytes of host memory just allocated, page aligned.
+        unsafe { std::ptr::write_volatile(host as *mut u64, 0) };
+        Ok(HostWord { host, device })
+    }
+
+    unsafe fn free_host_word(&self, word: HostWord) -> Result<()> {
+        A::make_current(&self.ctx)?;
+        // SAFETY: made by `alloc_host_word` (the caller's promise).
+        unsafe { A::host_free(word.host) }
     }
 
     unsafe fn memcpy_htod(&self, stream: &dyn Stream, dst: u64, src: &[u8]) -> Result<()> {

@@ -230,6 +230,91 @@ impl GpuApi for Hip {
         check("hipFree", unsafe { hip::hipFree(addr as *mut _) })
     }
 
+    unsafe fn pool_create(ordinal: usize) -> Result<u64> {
+        // SAFETY: the properties are zeroed (the documented default for every field not set).
+        let mut props: hip::hipMemPoolProps = unsafe { std::mem::zeroed() };
+        props.allocType = hip::hipMemAllocationType_hipMemAllocationTypePinned;
+        props.handleTypes = hip::hipMemAllocationHandleType_hipMemHandleTypeNone;
+        props.location.type_ = hip::hipMemLocationType_hipMemLocationTypeDevice;
+        props.location.id = ordinal as i32;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid pointers, with the device selected.
+        check("hipMemPoolCreate", unsafe {
+            hip::hipMemPoolCreate(&mut pool, &props)
+        })?;
+        let mut keep = u64::MAX;
+        let mut no = 0i32;
+        // SAFETY: a live pool; the values have the attributes' types (uint64_t, int).
+        unsafe {
+            check(
+                "hipMemPoolSetAttribute",
+                hip::hipMemPoolSetAttribute(
+                    pool,
+                    hip::hipMemPoolAttr_hipMemPoolAttrReleaseThreshold,
+                    (&mut keep as *mut u64).cast(),
+                ),
+            )?;
+            check(
+                "hipMemPoolSetAttribute",
+                hip::hipMemPoolSetAttribute(
+                    pool,
+                    hip::hipMemPoolAttr_hipMemPoolReuseAllowInternalDependencies,
+                    (&mut no as *mut i32).cast(),
+                ),
+            )?;
+        }
+        Ok(pool as u64)
+    }
+
+    unsafe fn pool_alloc(
+        pool: u64,
+        bytes: usize,
+        stream: hipStream_t,
+    ) -> std::result::Result<u64, String> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: a live pool of the selected device and a live stream.
+        let r = unsafe {
+            hip::hipMallocFromPoolAsync(&mut ptr, bytes, pool as hip::hipMemPool_t, stream)
+        };
+        if r == hip::hipError_t_hipSuccess {
+            Ok(ptr as u64)
+        } else {
+            Err(describe(r))
+        }
+    }
+
+    unsafe fn free_async(addr: u64, stream: hipStream_t) -> Result<()> {
+        // SAFETY: an allocation of `pool_alloc` (the caller's promise) and a live stream.
+        check("hipFreeAsync", unsafe {
+            hip::hipFreeAsync(addr as *mut _, stream)
+        })
+    }
+
+    unsafe fn host_alloc_mapped(bytes: usize) -> Result<(u64, u64)> {
+        let mut host = std::ptr::null_mut();
+        let flags = hip::hipHostMallocMapped | hip::hipHostMallocPortable;
+        // SAFETY: a valid out-pointer, with a device selected.
+        check("hipHostMalloc", unsafe {
+            hip::hipHostMalloc(&mut host, bytes, flags)
+        })?;
+        let mut device = std::ptr::null_mut();
+        // SAFETY: `host` is mapped memory just allocated.
+        let mapped = check("hipHostGetDevicePointer", unsafe {
+            hip::hipHostGetDevicePointer(&mut device, host, 0)
+        });
+        if let Err(err) = mapped {
+            // SAFETY: nothing else has seen `host`.
+            let _ = unsafe { hip::hipHostFree(host) };
+            return Err(err);
+        }
+        Ok((host as u64, device as u64))
+    }
+
+    unsafe fn host_free(host: u64) -> Result<()> {
+        // SAFETY: memory of `host_alloc_mapped` (the caller's promise).
+        check("hipHostFree", unsafe { hip::hipHostFree(host as *mut _) })
+    }
+
     unsafe fn memcpy_htod_async(
         dst: u64,
         src: *const u8,

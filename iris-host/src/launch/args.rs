@@ -263,6 +263,7 @@ mod tests {
             concurrent_threads: false,
             max_block_threads: 0,
             peer_checks: false,
+            signal_waits: false,
         }];
         Box::leak(Box::new(KernelUnit {
             id: "args_tests",

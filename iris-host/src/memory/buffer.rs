@@ -8,8 +8,9 @@ use crate::pod::{as_bytes, as_bytes_mut, byte_len, zeroed_vec, Pod};
 use crate::rank::RankCore;
 use iris_driver::{Error, Result};
 
-/// `len` elements of `T` in the device memory of one context, freed on drop (after the
-/// context's queued work has finished). An empty buffer allocates nothing and has the
+/// `len` elements of `T` in the device memory of one context, freed on drop once the
+/// work queued on the context's stream so far has finished (a stream-ordered free: drop
+/// waits for nothing). An empty buffer allocates nothing and has the
 /// null address.
 pub struct Buffer<'ctx, T: Pod> {
     core: &'ctx RankCore,
@@ -26,10 +27,12 @@ impl<'ctx, T: Pod> Buffer<'ctx, T> {
         Ok(buffer)
     }
 
-    /// A copy of `data`.
+    /// A copy of `data` (written without waiting for any kernel: the memory is new).
     pub fn from_slice(core: &'ctx RankCore, data: &[T]) -> Result<Self> {
         let buffer = Self::allocate(core, data.len())?;
-        buffer.copy_from_slice(data)?;
+        if buffer.addr != 0 {
+            core.upload_fresh(buffer.addr, as_bytes(data))?;
+        }
         Ok(buffer)
     }
 

@@ -1,9 +1,10 @@
 //! A device together with its module cache, shared by the ranks that run on it and by
 //! every world of the process.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
-use iris_device::abi::KernelUnit;
+use iris_device::abi::{KernelUnit, KERNEL_UNITS};
 
 use super::{ModuleCache, ModuleRef};
 use iris_driver::sync::lock;
@@ -21,6 +22,8 @@ type DeviceKey = (BackendKind, usize);
 pub struct DeviceSlot {
     device: Arc<dyn Device>,
     modules: ModuleCache,
+    /// Set once every unit of the program was loaded (see [`preload`](Self::preload)).
+    preloaded: OnceLock<()>,
 }
 
 impl DeviceSlot {
@@ -29,6 +32,7 @@ impl DeviceSlot {
         Self {
             device,
             modules: ModuleCache::new(),
+            preloaded: OnceLock::new(),
         }
     }
 
@@ -53,6 +57,32 @@ impl DeviceSlot {
     /// What the device is.
     pub fn info(&self) -> &DeviceInfo {
         self.device.info()
+    }
+
+    /// Loads every kernel unit of the program ([`KERNEL_UNITS`]) on this device, once per
+    /// process; the ranks on the device wait for the first to do it. A launch then never
+    /// loads a module: on CUDA loading one waits for every kernel running on the device,
+    /// so a rank whose first launch of a unit came while a peer's kernel waited for that
+    /// rank would wait for the peer forever. A unit this device cannot load (no code object
+    /// for it, more shared memory than it has) is left for its launch to report.
+    pub fn preload(&self) {
+        self.preloaded.get_or_init(|| {
+            let start = Instant::now();
+            let mut loaded = 0usize;
+            for unit in KERNEL_UNITS.iter() {
+                match self.module(unit) {
+                    Ok(_) => loaded += 1,
+                    Err(err) => tracing::debug!(unit = unit.id, %err, "not preloaded"),
+                }
+            }
+            tracing::debug!(
+                loaded,
+                units = KERNEL_UNITS.len(),
+                device = self.info().ordinal,
+                took = ?start.elapsed(),
+                "kernel units preloaded"
+            );
+        });
     }
 
     /// The module of `unit` on this device, loaded on first use.

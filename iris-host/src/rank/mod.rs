@@ -4,19 +4,43 @@
 //! providers hold it (not the [`Iris`](crate::Iris) context above them), so they depend on
 //! this layer only.
 
-mod peer_errors;
+mod abort;
+mod fault_record;
 mod peer_mask;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use iris_driver::{Device, DeviceInfo, Error, MemoryKind, Result, Stream};
+use iris_device::abi::KernelSpec;
+use iris_driver::{Device, DeviceInfo, Error, HostWord, MemoryKind, Result, Stream};
 
 use crate::module::DeviceSlot;
 use crate::transport::Collective;
-pub(crate) use peer_errors::PeerErrors;
+pub(crate) use abort::WorldAbort;
+pub(crate) use fault_record::FaultRecord;
 pub use peer_mask::PeerMask;
+
+/// What a peer table's header says besides the world size (see
+/// [`iris_device::abi::peer_table`]): the rank that owns the table, its world's abort
+/// word, the wait limit of device-side waits and the context's fault record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableHeader {
+    /// The rank whose table it is.
+    pub rank: u64,
+    /// The device address of the context's abort word.
+    pub abort_flag: u64,
+    /// How long a device-side signal wait may take, in nanoseconds.
+    pub wait_limit_ns: u64,
+    /// The device address of the context's fault record.
+    pub fault_record: u64,
+}
+
+/// The wait limit of device-side waits under a host timeout: 90% of it, so that a
+/// device wait gives up (and names what it waited for) before the host's wait does.
+pub fn device_wait_limit(timeout: Duration) -> Duration {
+    timeout.mul_f64(0.9)
+}
 
 /// Every context gets a distinct id, so memory of one is never launched with another.
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -39,6 +63,8 @@ pub(crate) struct RankPlace {
     pub reachable: PeerMask,
     /// Set when device work did not finish and memory had to be leaked.
     pub leaks: Arc<AtomicBool>,
+    /// The world's abort (its word is named in every peer table of the rank).
+    pub abort: Arc<WorldAbort>,
 }
 
 /// One rank's device, stream and identity: what buffers and launches are checked against.
@@ -50,21 +76,35 @@ pub struct RankCore {
     /// Where this rank's launches and copies go: its own stream, or one another library
     /// lent it.
     current: RwLock<Arc<dyn Stream>>,
-    peer_errors: PeerErrors,
+    faults: FaultRecord,
+    /// The world's abort word (its device reads it; the world's abort sets it).
+    abort_word: HostWord,
+    /// The last kernel launched, and how many were launched since the last completed
+    /// wait for the stream (named when a wait times out).
+    last_launch: AtomicPtr<KernelSpec>,
+    launches: AtomicU64,
+    /// Set when a wait for the stream timed out: later waits look once and fail at once
+    /// rather than wait out the timeout again (drop and teardown then end promptly).
+    stuck: AtomicBool,
 }
 
 impl RankCore {
-    /// A rank at `place`, with a new stream and error word on its device.
+    /// A rank at `place`, with a new stream and fault record on its device.
     pub(crate) fn new(place: RankPlace) -> Result<Self> {
         let device = place.device.device();
         let stream: Arc<dyn Stream> = Arc::from(device.create_stream()?);
-        let peer_errors = PeerErrors::new(device, &*stream)?;
+        let abort_word = place.abort.word(device)?;
+        let faults = FaultRecord::new(device)?;
         Ok(Self {
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             place,
             own: Arc::clone(&stream),
             current: RwLock::new(stream),
-            peer_errors,
+            faults,
+            abort_word,
+            last_launch: AtomicPtr::new(std::ptr::null_mut()),
+            launches: AtomicU64::new(0),
+            stuck: AtomicBool::new(false),
         })
     }
 
@@ -173,14 +213,43 @@ impl RankCore {
         &self.place.reachable
     }
 
-    /// The device address of the peer-check error word every peer table names.
-    pub(crate) fn error_word(&self) -> u64 {
-        self.peer_errors.addr()
+    /// What every peer table of this context says in its header.
+    pub(crate) fn table_header(&self) -> TableHeader {
+        TableHeader {
+            rank: self.rank() as u64,
+            abort_flag: self.abort_word.device,
+            wait_limit_ns: device_wait_limit(self.timeout()).as_nanos() as u64,
+            fault_record: self.faults.addr(),
+        }
     }
 
-    /// A launch of a kernel built with peer checks: the next synchronize reads the word.
-    pub(crate) fn mark_checked_launch(&self) {
-        self.peer_errors.mark_pending();
+    /// Notes a launch of `spec`: named if a wait for the stream times out, and, for a
+    /// kernel that may record a fault (peer checks, signal waits), the next synchronize
+    /// reads the fault record. No lock: two atomic stores and an add.
+    pub(crate) fn note_launch(&self, spec: &'static KernelSpec) {
+        self.last_launch.store(
+            spec as *const KernelSpec as *mut KernelSpec,
+            Ordering::Relaxed,
+        );
+        self.launches.fetch_add(1, Ordering::Relaxed);
+        if spec.peer_checks || spec.signal_waits {
+            self.faults.mark_pending(spec);
+        }
+    }
+
+    /// "kernel `k` (the last of n launched since ...)" for a wait that timed out.
+    fn still_running(&self) -> String {
+        let n = self.launches.load(Ordering::Relaxed);
+        let last = self.last_launch.load(Ordering::Relaxed);
+        // SAFETY: a pointer to a `'static` kernel spec, or null.
+        match (unsafe { last.as_ref() }, n) {
+            (_, 0) | (None, _) => String::new(),
+            (Some(k), 1) => format!(": kernel `{}` is still running", k.name),
+            (Some(k), n) => format!(
+                ": kernel `{}` (the last of {n} launched since the stream was last idle) or one before it is still running",
+                k.name
+            ),
+        }
     }
 
     /// Records that device memory is leaked (work that uses it did not finish).
@@ -192,8 +261,12 @@ impl RankCore {
     /// out of range recorded by a kernel built with peer checks.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.wait_stream()?;
-        self.peer_errors
-            .take(self.device(), &*self.stream(), self.rank())
+        self.faults.take(
+            self.device(),
+            &*self.stream(),
+            self.rank(),
+            &self.place.abort,
+        )
     }
 
     /// Waits for this rank's queued work, leaving a recorded peer error for the next
@@ -202,9 +275,34 @@ impl RankCore {
         self.refuse_while_capturing(
             "waiting for queued work while the stream captures a graph (synchronize, reading or writing buffers from the host, freeing memory): capture launches and collectives only, and do these before or after",
         )?;
-        self.stream()
-            .synchronize(self.place.timeout)
-            .map_err(|e| e.on_rank(self.rank()))
+        let timeout = if self.stuck.load(Ordering::Relaxed) {
+            Duration::ZERO
+        } else {
+            self.place.timeout
+        };
+        match self.stream().synchronize(timeout) {
+            Ok(()) => {
+                self.launches.store(0, Ordering::Relaxed);
+                self.stuck.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(Error::Timeout {
+                rank,
+                what,
+                waited,
+                missing,
+            }) => {
+                self.stuck.store(true, Ordering::Relaxed);
+                Err(Error::Timeout {
+                    rank,
+                    what: format!("{what}{}", self.still_running()),
+                    waited,
+                    missing,
+                }
+                .on_rank(self.rank()))
+            }
+            Err(err) => Err(err.on_rank(self.rank())),
+        }
     }
 
     /// Waits for every rank to arrive (no device work is waited for).
@@ -231,6 +329,21 @@ impl RankCore {
     pub(crate) fn device_alloc(&self, bytes: usize) -> Result<u64> {
         let _span = tracing::debug_span!("alloc", rank = self.rank(), bytes).entered();
         self.device().alloc(bytes, MemoryKind::Device)
+    }
+
+    /// Copies `src` into `dst`, memory just allocated that no work uses yet, waiting for
+    /// no kernel (not even this rank's).
+    pub(crate) fn upload_fresh(&self, dst: u64, src: &[u8]) -> Result<()> {
+        // SAFETY: the caller's promise: `dst` is fresh memory of this context of at least
+        // `src.len()` bytes.
+        unsafe { self.device().write_fresh(dst, src) }
+    }
+
+    /// Sets `bytes` at `dst`, memory just allocated that no work uses yet, to `value`,
+    /// waiting for no kernel.
+    pub(crate) fn fill_fresh(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
+        // SAFETY: the caller's promise, as for `upload_fresh`.
+        unsafe { self.device().fill_fresh(dst, value, bytes) }
     }
 
     /// Copies `src` to `dst` after this rank's queued work.
@@ -272,16 +385,23 @@ impl RankCore {
         unsafe { self.device().memcpy_dtod(&*self.stream(), dst, src, bytes) }
     }
 
-    /// Frees an allocation of [`device_alloc`](RankCore::device_alloc) once this rank's
-    /// queued work has finished; leaks it if that work does not finish.
+    /// Frees an allocation of [`device_alloc`](RankCore::device_alloc) once the work
+    /// queued on this rank's stream so far has finished, without waiting for it (a
+    /// stream-ordered free: no host wait, no wait for any other rank's kernel). While the
+    /// stream captures a graph the graph may still use it: it is leaked, and that is said.
     pub(crate) fn release(&self, addr: u64) {
-        if let Err(err) = self.wait_stream() {
-            tracing::warn!(rank = self.rank(), %err, "leaking a buffer: queued work did not finish");
+        let stream = self.stream();
+        if !matches!(stream.is_capturing(), Ok(false)) {
+            tracing::warn!(
+                rank = self.rank(),
+                "leaking a buffer dropped while its stream captures a graph (the graph may use it): drop buffers after the capture ends"
+            );
             self.mark_leak();
             return;
         }
-        // SAFETY: the buffer is gone and no queued work remains.
-        if let Err(err) = unsafe { self.device().free(addr) } {
+        // SAFETY: the buffer is gone; work queued on other streams that used it was
+        // ordered before this stream by the stream switch's event.
+        if let Err(err) = unsafe { self.device().free_after(addr, &*stream) } {
             tracing::warn!(rank = self.rank(), %err, "freeing a buffer");
         }
     }
@@ -290,20 +410,22 @@ impl RankCore {
 impl Drop for RankCore {
     fn drop(&mut self) {
         if let Err(err) = self.wait_stream() {
-            tracing::warn!(rank = self.rank(), %err, "a rank's work did not finish");
+            tracing::warn!(rank = self.rank(), %err, "a rank's work did not finish: leaking its fault record");
             self.mark_leak();
             return;
         }
-        if let Err(err) = self
-            .peer_errors
-            .take(self.device(), &*self.stream(), self.rank())
-        {
+        if let Err(err) = self.faults.take(
+            self.device(),
+            &*self.stream(),
+            self.rank(),
+            &self.place.abort,
+        ) {
             tracing::warn!(rank = self.rank(), %err, "unreported when the context ended");
         }
-        // SAFETY: the rank's work has finished; the tables naming the word are only read
-        // by kernels of this context.
-        if let Err(err) = unsafe { self.peer_errors.free(self.device()) } {
-            tracing::warn!(rank = self.rank(), %err, "freeing the error word");
+        // SAFETY: the rank's work has finished; the tables naming the record are only
+        // read by kernels of this context. (A stream-ordered free: it waits for nothing.)
+        if let Err(err) = unsafe { self.faults.free(self.device()) } {
+            tracing::warn!(rank = self.rank(), %err, "freeing the fault record");
         }
     }
 }

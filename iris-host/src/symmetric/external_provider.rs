@@ -18,7 +18,7 @@ use iris_driver::{Error, Result};
 
 /// Adopts symmetric memory that another system set up.
 pub struct ExternalProvider {
-    /// Keeps the rank's error word (named in the tables) alive.
+    /// Keeps the rank's fault record and abort word (named in the tables) alive.
     _core: Arc<RankCore>,
     rank: usize,
     world_size: usize,
@@ -27,22 +27,22 @@ pub struct ExternalProvider {
     device: Arc<DeviceSlot>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
-    /// The device address of the context's error word, for the tables' headers.
-    error_word: u64,
+    /// What every table's header says (the context's fault record, abort word, ...).
+    header: crate::rank::TableHeader,
     /// By table address (the same memory may be adopted twice).
     live: Mutex<BTreeMap<u64, SymmetricAddressMap>>,
 }
 
 impl ExternalProvider {
     /// The provider of the rank of `core`, uploading tables to its device in order on its
-    /// stream, each naming its context's error word in its header.
+    /// stream, each with its context's table header.
     pub fn new(core: Arc<RankCore>) -> Self {
         let (rank, world_size, timeout) = (core.rank(), core.world_size(), core.timeout());
         let (device, stream) = (
             Arc::clone(core.device_slot()),
             Arc::clone(core.own_stream()),
         );
-        let error_word = core.error_word();
+        let header = core.table_header();
         let collective = Arc::clone(core.collective());
         Self {
             _core: core,
@@ -52,7 +52,7 @@ impl ExternalProvider {
             device,
             stream,
             timeout,
-            error_word,
+            header,
             live: Mutex::new(BTreeMap::new()),
         }
     }
@@ -105,13 +105,7 @@ impl ExternalProvider {
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        peer_table::upload(
-            self.device.device(),
-            &*self.stream,
-            self.timeout,
-            bases,
-            self.error_word,
-        )
+        peer_table::upload(self.device.device(), bases, self.header)
     }
 }
 

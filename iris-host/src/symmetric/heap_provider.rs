@@ -96,7 +96,7 @@ impl Proposal {
 
 /// Symmetric memory from one heap per rank.
 pub struct HeapProvider {
-    /// Keeps the rank's error word (named in the tables) alive.
+    /// Keeps the rank's fault record and abort word (named in the tables) alive.
     _core: Arc<RankCore>,
     rank: usize,
     heaps: Arc<[RankHeap]>,
@@ -104,8 +104,8 @@ pub struct HeapProvider {
     collective: Arc<dyn Collective>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
-    /// The device address of the context's error word, for the tables' headers.
-    error_word: u64,
+    /// What every table's header says (the context's fault record, abort word, ...).
+    header: crate::rank::TableHeader,
     allocator: Mutex<HeapAllocator>,
     /// The maps handed out, by offset.
     live: Mutex<BTreeMap<usize, SymmetricAddressMap>>,
@@ -114,11 +114,11 @@ pub struct HeapProvider {
 impl HeapProvider {
     /// The provider of the rank of `core`, given every rank's heap as mapped in this
     /// process (`heaps[rank]` is its own). It collects through the rank's collective,
-    /// orders on its stream, and names its context's error word in every table's header.
+    /// orders on its stream, and writes its context's table header into every table.
     pub fn new(core: Arc<RankCore>, heaps: Arc<[RankHeap]>) -> Result<Self> {
         let (rank, reachable) = (core.rank(), core.reachable().clone());
         let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
-        let error_word = core.error_word();
+        let header = core.table_header();
         let own = heaps.get(rank).ok_or_else(|| {
             Error::InvalidConfig(format!("rank {rank} has no heap among {}", heaps.len()))
         })?;
@@ -143,7 +143,7 @@ impl HeapProvider {
             collective,
             stream,
             timeout,
-            error_word,
+            header,
             allocator,
             live: Mutex::new(BTreeMap::new()),
         })
@@ -222,13 +222,7 @@ impl HeapProvider {
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        peer_table::upload(
-            self.own().device.device(),
-            &*self.stream,
-            self.timeout,
-            bases,
-            self.error_word,
-        )
+        peer_table::upload(self.own().device.device(), bases, self.header)
     }
 }
 

@@ -26,7 +26,7 @@ struct Allocation {
 
 /// Symmetric memory exported and mapped allocation by allocation.
 pub struct IpcProvider {
-    /// Keeps the rank's error word (named in the tables) alive.
+    /// Keeps the rank's fault record and abort word (named in the tables) alive.
     _core: Arc<RankCore>,
     rank: usize,
     device: Arc<DeviceSlot>,
@@ -34,8 +34,8 @@ pub struct IpcProvider {
     collective: Arc<dyn Collective>,
     stream: Arc<dyn Stream>,
     timeout: Duration,
-    /// The device address of the context's error word, for the tables' headers.
-    error_word: u64,
+    /// What every table's header says (the context's fault record, abort word, ...).
+    header: crate::rank::TableHeader,
     /// By this rank's base address.
     live: Mutex<BTreeMap<u64, Allocation>>,
 }
@@ -77,7 +77,7 @@ impl IpcProvider {
     pub fn new(core: Arc<RankCore>) -> Self {
         let (rank, reachable) = (core.rank(), core.reachable().clone());
         let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
-        let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
+        let (device, header) = (Arc::clone(core.device_slot()), core.table_header());
         let timeout = collective.timeout();
         Self {
             _core: core,
@@ -87,7 +87,7 @@ impl IpcProvider {
             collective,
             stream,
             timeout,
-            error_word,
+            header,
             live: Mutex::new(BTreeMap::new()),
         }
     }
@@ -131,13 +131,7 @@ impl IpcProvider {
     }
 
     fn upload_table(&self, bases: &[u64]) -> Result<u64> {
-        peer_table::upload(
-            self.device.device(),
-            &*self.stream,
-            self.timeout,
-            bases,
-            self.error_word,
-        )
+        peer_table::upload(self.device.device(), bases, self.header)
     }
 }
 

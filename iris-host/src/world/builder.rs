@@ -312,16 +312,39 @@ where
     F: Fn(&Iris) -> Result<R>,
 {
     let _span = tracing::info_span!("rank", rank).entered();
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let iris = Iris::new(shared.rank_setup(rank)?)?;
-        f(&iris)
-    }));
-    let result = match outcome {
+    // The context is made apart from `f`'s call, so that a failure or a panic in `f`
+    // raises the world's abort before the context is dropped: dropping it waits for this
+    // rank's work, and peers' kernels waiting for this rank must give up first.
+    let result = match catch_unwind(AssertUnwindSafe(|| {
+        shared.rank_setup(rank).and_then(Iris::new)
+    })) {
+        Ok(Ok(iris)) => {
+            let outcome = catch_unwind(AssertUnwindSafe(|| f(&iris)));
+            let result = outcome_of(rank, shared, outcome);
+            drop(iris);
+            result
+        }
+        Ok(Err(err)) => outcome_of(rank, shared, Ok(Err(err))),
+        Err(panic) => outcome_of(rank, shared, Err(panic)),
+    };
+    shared.collective.depart(rank);
+    result
+}
+
+/// A rank's outcome: a failure (an error, or a panic) poisons the collective and raises
+/// the world's abort, and becomes the rank's error.
+fn outcome_of<R>(
+    rank: usize,
+    shared: &Arc<WorldShared>,
+    outcome: std::thread::Result<Result<R>>,
+) -> Result<R> {
+    match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => {
             if !err.is_secondary() {
                 shared.collective.poison(rank, format!("failed: {err}"));
             }
+            shared.abort.raise(format!("rank {rank} failed: {err}"));
             Err(err)
         }
         Err(panic) => {
@@ -329,11 +352,12 @@ where
             shared
                 .collective
                 .poison(rank, format!("panicked: {message}"));
+            shared
+                .abort
+                .raise(format!("rank {rank} panicked: {message}"));
             Err(Error::RankPanicked { rank, message })
         }
-    };
-    shared.collective.depart(rank);
-    result
+    }
 }
 
 /// The ranks' values, or the error of the first rank that failed on its own account.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::context::RankSetup;
 use crate::module::DeviceSlot;
-use crate::rank::RankPlace;
+use crate::rank::{RankPlace, WorldAbort};
 use crate::symmetric::{PeerMask, ProviderKind, RankHeap};
 use crate::transport::Collective;
 use iris_driver::Backend;
@@ -45,6 +45,9 @@ pub(crate) struct WorldShared {
     /// Set when work that never finished may still touch device memory: such memory is
     /// leaked rather than freed under it.
     leak: Arc<AtomicBool>,
+    /// Raised when a rank of this process fails: iris's device waits on every rank of the
+    /// process give up.
+    pub abort: Arc<WorldAbort>,
 }
 
 /// How a world's ranks are laid out, for [`WorldShared::new`].
@@ -72,6 +75,7 @@ impl WorldShared {
             processes: layout.processes,
             release: layout.release,
             leak: Arc::new(AtomicBool::new(false)),
+            abort: Arc::new(WorldAbort::default()),
         }
     }
 
@@ -95,6 +99,7 @@ impl WorldShared {
                 collective: Arc::clone(&self.collective),
                 reachable,
                 leaks: Arc::clone(&self.leak),
+                abort: Arc::clone(&self.abort),
             },
             heaps: Arc::clone(&self.heaps),
             provider: self.provider,
@@ -130,8 +135,14 @@ pub(crate) fn release_heaps(heaps: &[SharedHeap]) {
 impl Drop for WorldShared {
     fn drop(&mut self) {
         if self.leaks() {
-            tracing::warn!("leaking the symmetric heaps: device work did not finish");
+            tracing::warn!(
+                "leaking the symmetric heaps and the abort word: device work did not finish"
+            );
             return;
+        }
+        if let Some(heap) = self.heaps.first() {
+            // SAFETY: every rank of this process has finished its work.
+            unsafe { self.abort.release(heap.device.device()) };
         }
         release_heaps(&self.release);
     }

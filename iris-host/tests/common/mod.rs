@@ -84,6 +84,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: false,
             max_block_threads: 1024,
             peer_checks: false,
+            signal_waits: false,
         },
         KernelSpec {
             name: "block_reverse",
@@ -97,6 +98,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: true,
             max_block_threads: 1024,
             peer_checks: false,
+            signal_waits: false,
         },
         KernelSpec {
             name: "values",
@@ -111,6 +113,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: false,
             max_block_threads: 256,
             peer_checks: false,
+            signal_waits: false,
         },
         KernelSpec {
             name: "all_gather",
@@ -129,6 +132,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: false,
             max_block_threads: 1024,
             peer_checks: false,
+            signal_waits: false,
         },
         KernelSpec {
             name: "spin",
@@ -137,6 +141,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: false,
             max_block_threads: 1,
             peer_checks: false,
+            signal_waits: false,
         },
         KernelSpec {
             name: "remote_add",
@@ -153,6 +158,7 @@ pub fn specs() -> Vec<KernelSpec> {
             concurrent_threads: false,
             max_block_threads: 1024,
             peer_checks: false,
+            signal_waits: false,
         },
     ]
 }

@@ -174,7 +174,7 @@ fn last_two(e: &syn::Expr) -> Option<(String, String)> {
 }
 
 /// A constant written as `Type::Variant` (any path prefix), looked up in `variants`.
-fn constant_arg<T: Copy>(
+pub(super) fn constant_arg<T: Copy>(
     e: &syn::Expr,
     type_name: &str,
     variants: &[(&str, T)],

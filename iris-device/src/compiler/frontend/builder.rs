@@ -44,6 +44,8 @@ pub struct FnBuilder<'u> {
     pub uses_warp: bool,
     /// Whether `wg_mma` is called.
     pub uses_warpgroup_mma: bool,
+    /// Whether a signal wait is called.
+    pub waits_on_signals: bool,
     /// Nesting depth of loops (for `break`/`continue`).
     pub loop_depth: usize,
     /// The enclosing `for` loops whose ranges are constant (array indices may use
@@ -67,6 +69,7 @@ impl<'u> FnBuilder<'u> {
             uses_block_barrier: false,
             uses_warp: false,
             uses_warpgroup_mma: false,
+            waits_on_signals: false,
             loop_depth: 0,
             static_loops: Vec::new(),
         };
@@ -130,6 +133,7 @@ impl<'u> FnBuilder<'u> {
             uses_block_barrier: self.uses_block_barrier,
             uses_warp: self.uses_warp,
             uses_warpgroup_mma: self.uses_warpgroup_mma,
+            waits_on_signals: self.waits_on_signals,
             max_threads: None,
             span: sig.span,
             instance_of: None,

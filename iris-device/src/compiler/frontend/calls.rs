@@ -376,6 +376,7 @@ impl FnBuilder<'_> {
             Family::Time => self.time_call(name, c, span),
             Family::Memory => self.memory_call(name, c, span),
             Family::Atomics => self.atomic_call(name, c, span),
+            Family::Signals => self.signal_call(name, c, span),
             Family::Warp => {
                 let args = self.args(c)?;
                 self.warp_call(name, args, span)

@@ -202,13 +202,15 @@ impl FnBuilder<'_> {
             }
         }
         let text = segs.join("::");
-        let hint = if segs
-            .first()
-            .is_some_and(|s| s == "Ordering" || s == "Scope")
-        {
-            ": orderings and scopes are written only as arguments of atomics and fences"
-        } else {
-            ""
+        let first = segs.first().map(String::as_str);
+        let hint = match first {
+            Some("Ordering" | "Scope") => {
+                ": orderings and scopes are written only as arguments of atomics and fences"
+            }
+            Some("Cmp" | "SignalOp") => {
+                ": comparisons and signal operations are written only as arguments of the signal operations (`signal_wait_until(sig, Cmp::Ge, value)`, `signal(sig, 1, SignalOp::Add, peer)`)"
+            }
+            _ => "",
         };
         Err(CompileError::new(
             span,

@@ -22,6 +22,7 @@ mod methods;
 mod operands;
 mod registry;
 mod resolve;
+mod signals;
 mod time;
 mod types;
 mod warp;
@@ -302,9 +303,10 @@ fn set_max_threads(functions: &mut [Function], items: &[SourceFn]) {
     }
 }
 
-/// A function whose device functions meet at a block barrier or exchange values within a
-/// warp needs its threads to run together as much as if it did so itself (the CPU backend
-/// runs a block's threads concurrently only for kernels that say so): the flags flow from
+/// What a function's device functions need, its callers need too: one that meets at a
+/// block barrier or exchanges values within a warp needs its threads to run together (the
+/// CPU backend runs a block's threads concurrently only for kernels that say so), and one
+/// that waits on a signal may write the fault record the host reads. The flags flow from
 /// callees to callers. The call graph has no cycles (checked before).
 fn inherit_callee_needs(functions: &mut [Function]) {
     let callees: Vec<Vec<FunctionId>> = functions.iter().map(Function::callees).collect();
@@ -313,11 +315,19 @@ fn inherit_callee_needs(functions: &mut [Function]) {
         changed = false;
         for (i, calls) in callees.iter().enumerate() {
             for &c in calls {
-                let (barrier, warp) = (functions[c].uses_block_barrier, functions[c].uses_warp);
+                let (barrier, warp, waits) = (
+                    functions[c].uses_block_barrier,
+                    functions[c].uses_warp,
+                    functions[c].waits_on_signals,
+                );
                 let f = &mut functions[i];
-                if (barrier && !f.uses_block_barrier) || (warp && !f.uses_warp) {
+                if (barrier && !f.uses_block_barrier)
+                    || (warp && !f.uses_warp)
+                    || (waits && !f.waits_on_signals)
+                {
                     f.uses_block_barrier |= barrier;
                     f.uses_warp |= warp;
+                    f.waits_on_signals |= waits;
                     changed = true;
                 }
             }

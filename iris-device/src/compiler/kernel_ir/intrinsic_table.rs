@@ -26,6 +26,10 @@ pub enum Family {
     Memory,
     /// Atomics on any rank's copy: `atomic_add`, .., `atomic_load`, `atomic_store`.
     Atomics,
+    /// Signals: `signal`, `put_signal`, `signal_wait_until` and their block forms (calls
+    /// of the built-in signal library), `world_aborted`, and the library's own
+    /// intrinsics (`__iris_*`: header words and words at raw addresses).
+    Signals,
     /// Warp operations: lane ids, shuffles, votes, reductions.
     Warp,
     /// Matrix units: fragments and `mma`.
@@ -39,12 +43,13 @@ pub enum Family {
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::Ids,
         Family::Block,
         Family::Time,
         Family::Memory,
         Family::Atomics,
+        Family::Signals,
         Family::Warp,
         Family::Matrix,
         Family::Element,
@@ -59,6 +64,7 @@ impl Family {
             Family::Time => "time",
             Family::Memory => "remote memory",
             Family::Atomics => "atomics",
+            Family::Signals => "signals",
             Family::Warp => "warp",
             Family::Matrix => "matrix units",
             Family::Element => "elements",
@@ -75,6 +81,7 @@ impl Family {
             Family::Time => ("time.rs", "fn time_call"),
             Family::Memory => ("memory.rs", "fn memory_call"),
             Family::Atomics => ("atomics.rs", "fn atomic_call"),
+            Family::Signals => ("signals.rs", "fn signal_call"),
             Family::Warp => ("warp.rs", "fn warp_call"),
             Family::Matrix => ("matrix.rs", "fn matrix_call"),
             Family::Element => ("element.rs", "fn element_free_function"),
@@ -91,6 +98,7 @@ impl Family {
             Family::Time => ("time.rs", "fn lower_time"),
             Family::Memory => ("memory.rs", "fn lower_memory"),
             Family::Atomics => ("atomics.rs", "fn lower_atomics"),
+            Family::Signals => ("signals.rs", "fn lower_signals"),
             Family::Warp => ("warp.rs", "fn lower_warp"),
             Family::Matrix => ("matrix.rs", "fn lower_matrix"),
             // Conversions and math become casts and math intrinsics.
@@ -156,6 +164,13 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("atomic_cas", Family::Atomics),
     e("atomic_load", Family::Atomics),
     e("atomic_store", Family::Atomics),
+    e("signal", Family::Signals),
+    e("put_signal", Family::Signals),
+    e("signal_wait_until", Family::Signals),
+    e("signal_block", Family::Signals),
+    e("put_signal_block", Family::Signals),
+    e("signal_wait_until_block", Family::Signals),
+    e("world_aborted", Family::Signals),
     e("lane_id", Family::Warp),
     e("warp_size", Family::Warp),
     e("warp_id", Family::Warp),
@@ -191,9 +206,22 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("max", Family::Element),
 ];
 
-/// The free device function named `name`.
+/// The intrinsics only iris's built-in device library calls (see
+/// `compiler/frontend/signal_library.rs`): not in the prelude, so a user's kernel, which
+/// rustc type-checks against the prelude, cannot name them.
+pub const INTERNAL_FUNCTIONS: &[Entry] = &[
+    e("__iris_header", Family::Signals),
+    e("__iris_word_load", Family::Signals),
+    e("__iris_word_store", Family::Signals),
+    e("__iris_word_cas", Family::Signals),
+];
+
+/// The free device function named `name` (an internal one's name starts with `__iris_`).
 pub fn lookup(name: &str) -> Option<&'static Entry> {
-    FREE_FUNCTIONS.iter().find(|e| e.name == name)
+    FREE_FUNCTIONS
+        .iter()
+        .chain(INTERNAL_FUNCTIONS)
+        .find(|e| e.name == name)
 }
 
 /// The names of the free device functions by family, for error messages
@@ -250,6 +278,11 @@ impl Intrinsic {
             AtomicRmw { .. } | AtomicCas { .. } | AtomicLoad { .. } | AtomicStore { .. } => {
                 Family::Atomics
             }
+            WorldAborted { .. }
+            | HeaderWord { .. }
+            | WordLoad { .. }
+            | WordStore { .. }
+            | WordCas { .. } => Family::Signals,
             LaneId
             | WarpSize
             | WarpId

@@ -49,6 +49,9 @@ pub struct Function {
     /// Whether the body calls `wg_mma` (NVIDIA Hopper then compiles the unit for
     /// `sm_90a`, whose `wgmma` it uses).
     pub uses_warpgroup_mma: bool,
+    /// Whether the body (or a device function it calls) waits on a signal: a wait that
+    /// gives up writes the context's fault record, which the host then reads.
+    pub waits_on_signals: bool,
     /// The function's name span.
     pub span: Span,
     /// For an instance of a generic function: which one, with which arguments.
@@ -694,6 +697,42 @@ pub enum Intrinsic {
         /// Whose copy.
         peer: Operand,
     },
+    /// `world_aborted(sym)`: whether the abort flag the allocation's table names is set.
+    WorldAborted {
+        /// Any symmetric pointer of the world.
+        sym: Operand,
+    },
+    /// `__iris_header(sym, index)`: word `index` (negative) of the allocation's peer
+    /// table, as a `u64`.
+    HeaderWord {
+        /// The symmetric pointer whose table is read.
+        sym: Operand,
+        /// The word's index from entry 0.
+        index: i64,
+    },
+    /// `__iris_word_load(addr)`: a relaxed, volatile, system-scope load of the `u64` at
+    /// device address `addr`.
+    WordLoad {
+        /// The address.
+        addr: Operand,
+    },
+    /// `__iris_word_store(addr, value)`: a relaxed system-scope store.
+    WordStore {
+        /// The address.
+        addr: Operand,
+        /// The value.
+        value: Operand,
+    },
+    /// `__iris_word_cas(addr, current, new)` -> the old value: a relaxed system-scope
+    /// compare-and-swap.
+    WordCas {
+        /// The address.
+        addr: Operand,
+        /// The value expected.
+        current: Operand,
+        /// The value stored when it matches.
+        new: Operand,
+    },
     /// `f32x4::new([..])`: a vector of its lanes.
     VecNew {
         /// One value per lane.
@@ -927,7 +966,12 @@ impl Intrinsic {
             } => vec![dst, map, col, row, barrier],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
-            SymLocal { sym } | SymCast { sym } => vec![sym],
+            SymLocal { sym } | SymCast { sym } | WorldAborted { sym } | HeaderWord { sym, .. } => {
+                vec![sym]
+            }
+            WordLoad { addr } => vec![addr],
+            WordStore { addr, value } => vec![addr, value],
+            WordCas { addr, current, new } => vec![addr, current, new],
             RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
             RemoteStore { sym, value, peer }
             | AtomicRmw {
@@ -1025,7 +1069,12 @@ impl Intrinsic {
             } => vec![dst, map, col, row, barrier],
             PtrOffset { ptr, count } => vec![ptr, count],
             SymOffset { sym, count } => vec![sym, count],
-            SymLocal { sym } | SymCast { sym } => vec![sym],
+            SymLocal { sym } | SymCast { sym } | WorldAborted { sym } | HeaderWord { sym, .. } => {
+                vec![sym]
+            }
+            WordLoad { addr } => vec![addr],
+            WordStore { addr, value } => vec![addr, value],
+            WordCas { addr, current, new } => vec![addr, current, new],
             RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
             RemoteStore { sym, value, peer }
             | AtomicRmw {

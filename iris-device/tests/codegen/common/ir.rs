@@ -394,6 +394,7 @@ impl Func {
             uses_block_barrier,
             uses_warp: false,
             uses_warpgroup_mma: false,
+            waits_on_signals: false,
             max_threads: None,
             span: Span::call_site(),
             instance_of: None,

@@ -15,7 +15,6 @@ use crate::symmetric::{
 use crate::transport::{Collective, Reader, Writer};
 use iris_driver::shmem::{LibrarySearch, ShmemEngine};
 use iris_driver::sync::lock;
-use iris_driver::Stream;
 use iris_driver::{Error, Result};
 
 /// Symmetric memory from a SHMEM engine (NVSHMEM on `cuda`, rocSHMEM on `hip`).
@@ -26,7 +25,7 @@ use iris_driver::{Error, Result};
 /// by the world's timeout), so a rank that asks for a different size, or never comes, is
 /// an error naming it instead of a hang inside the engine.
 pub struct ShmemProvider {
-    /// Keeps the rank's error word (named in the tables) alive.
+    /// Keeps the rank's fault record and abort word (named in the tables) alive.
     _core: Arc<RankCore>,
     rank: usize,
     world_size: usize,
@@ -34,20 +33,19 @@ pub struct ShmemProvider {
     ranks_in_process: usize,
     device: Arc<DeviceSlot>,
     collective: Arc<dyn Collective>,
-    stream: Arc<dyn Stream>,
     runtime: OnceLock<Arc<ShmemRuntime>>,
     /// Serialises the engine's start among this rank's callers.
     starting: Mutex<()>,
     /// By this rank's base address.
     live: Mutex<BTreeMap<u64, SymmetricAddressMap>>,
-    /// The context's peer-check error word, named in every table header.
-    error_word: u64,
+    /// What every table's header says (the context's fault record, abort word, ...).
+    header: crate::rank::TableHeader,
 }
 
 impl ShmemProvider {
     /// The provider of the rank of `core` (whose process holds one rank, or all of them
-    /// as threads), collecting through the rank's collective and ordering on its stream;
-    /// its tables name its context's peer-check word. Nothing is loaded until the first
+    /// as threads), collecting through the rank's collective; its tables carry its context's
+    /// table header. Nothing is loaded until the first
     /// allocation.
     pub fn new(core: Arc<RankCore>) -> Self {
         let (rank, world_size) = (core.rank(), core.world_size());
@@ -56,8 +54,8 @@ impl ShmemProvider {
         } else {
             world_size
         };
-        let (collective, stream) = (Arc::clone(core.collective()), Arc::clone(core.own_stream()));
-        let (device, error_word) = (Arc::clone(core.device_slot()), core.error_word());
+        let collective = Arc::clone(core.collective());
+        let (device, header) = (Arc::clone(core.device_slot()), core.table_header());
         Self {
             _core: core,
             rank,
@@ -65,11 +63,10 @@ impl ShmemProvider {
             ranks_in_process,
             device,
             collective,
-            stream,
             runtime: OnceLock::new(),
             starting: Mutex::new(()),
             live: Mutex::new(BTreeMap::new()),
-            error_word,
+            header,
         }
     }
 
@@ -240,13 +237,7 @@ impl SymmetricProvider for ShmemProvider {
             .map(|pe| unsafe { lib.ptr(local, pe as i32) })
             .collect();
         let reachable = PeerMask::from_fn(self.world_size, |r| bases[r] != 0);
-        let table = match peer_table::upload(
-            self.device.device(),
-            &*self.stream,
-            self.collective.timeout(),
-            &bases,
-            self.error_word,
-        ) {
+        let table = match peer_table::upload(self.device.device(), &bases, self.header) {
             Ok(t) => t,
             Err(err) => {
                 free_local();

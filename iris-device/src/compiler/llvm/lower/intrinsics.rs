@@ -16,6 +16,7 @@ impl FnBuilder<'_> {
             Family::Time => self.lower_time(op),
             Family::Memory => self.lower_memory(op),
             Family::Atomics => self.lower_atomics(op),
+            Family::Signals => self.lower_signals(op),
             Family::Warp => self.lower_warp(op),
             Family::Matrix => self.lower_matrix(op),
             Family::Element | Family::Values => self.lower_values(e, op),

@@ -40,6 +40,7 @@ mod module;
 mod nvptx;
 mod peer_check;
 mod shared;
+mod signals;
 mod softfloat;
 mod tile_copy;
 mod time;
@@ -124,6 +125,7 @@ mod tests {
                 uses_block_barrier: false,
                 uses_warp: false,
                 uses_warpgroup_mma: false,
+                waits_on_signals: false,
                 max_threads: None,
                 span: Span::call_site(),
                 instance_of: None,

@@ -66,8 +66,8 @@ impl FnBuilder<'_> {
         let word = self.def(&format!(
             "load {g}, {g} {word_at}, align 8, !invariant.load {INVARIANT}"
         ));
-        let world31 = self.def(&format!("and i64 {world}, {}", 0x7fff_ffffu64));
-        let high = self.def(&format!("shl i64 {world31}, 32"));
+        let world30 = self.def(&format!("and i64 {world}, {}", 0x3fff_ffffu64));
+        let high = self.def(&format!("shl i64 {world30}, 32"));
         let flagged = self.def(&format!("or i64 {high}, {}", ERROR_FLAG as i64));
         let code = self.def(&format!("or i64 {flagged}, {idx}"));
         if self.arch().kind() == TargetKind::Nvptx {
