@@ -1,6 +1,7 @@
 //! A device together with its module cache, shared by the ranks that run on it and by
 //! every world of the process.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -14,6 +15,9 @@ use iris_driver::{BackendKind, Device, DeviceInfo, Module};
 /// The process's slots, one per device: a unit is loaded (on CUDA: JIT-compiled from PTX)
 /// once per device and process, not once per world.
 static SLOTS: Mutex<Vec<(DeviceKey, Arc<DeviceSlot>)>> = Mutex::new(Vec::new());
+
+/// Threads that preload units at once, at most.
+const PRELOAD_THREADS: usize = 8;
 
 /// A device of the process: its backend and ordinal.
 type DeviceKey = (BackendKind, usize);
@@ -68,16 +72,34 @@ impl DeviceSlot {
     pub fn preload(&self) {
         self.preloaded.get_or_init(|| {
             let start = Instant::now();
-            let mut loaded = 0usize;
-            for unit in KERNEL_UNITS.iter() {
-                match self.module(unit) {
-                    Ok(_) => loaded += 1,
-                    Err(err) => tracing::debug!(unit = unit.id, %err, "not preloaded"),
+            // Several units at once: loading is mostly the driver compiling PTX (on CUDA),
+            // which runs on the calling thread.
+            let next = AtomicUsize::new(0);
+            let loaded = AtomicUsize::new(0);
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, PRELOAD_THREADS)
+                .min(KERNEL_UNITS.len().max(1));
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        while let Some(unit) =
+                            KERNEL_UNITS.get(next.fetch_add(1, Ordering::Relaxed))
+                        {
+                            match self.module(unit) {
+                                Ok(_) => {
+                                    loaded.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(err) => tracing::debug!(unit = unit.id, %err, "not preloaded"),
+                            }
+                        }
+                    });
                 }
-            }
+            });
             tracing::debug!(
-                loaded,
+                loaded = loaded.load(Ordering::Relaxed),
                 units = KERNEL_UNITS.len(),
+                threads,
                 device = self.info().ordinal,
                 took = ?start.elapsed(),
                 "kernel units preloaded"
