@@ -87,8 +87,8 @@ pub struct KernelSpec {
     /// [`STATIC_SHARED_LIMIT`], dynamic beyond it on GPUs.
     pub shared_bytes: u32,
     /// Whether the threads of a block must run at the same time: the kernel calls
-    /// `sync_threads` or a warp operation. The CPU backend then gives every GPU thread of
-    /// a block its own OS thread.
+    /// `sync_threads` or a warp operation. The CPU backend then runs a block's GPU threads
+    /// as fibers on one OS thread, switching at barriers, warp exchanges and sleeps.
     pub concurrent_threads: bool,
     /// The most threads per block its code objects were built for.
     pub max_block_threads: u32,

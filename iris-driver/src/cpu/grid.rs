@@ -1,24 +1,18 @@
 //! Running one kernel launch on the host: blocks spread over worker threads, one call of
-//! the kernel entry per GPU thread.
+//! the kernel entry per GPU thread; a block whose threads must run together runs them as
+//! fibers on its worker's thread.
 
 use core::ffi::c_void;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Condvar, Mutex};
 
 use iris_device::abi::{CpuKernelEntry, CpuLaunchContext};
 
-use super::barrier::{block_barrier, no_barrier, BlockBarrier};
+use super::barrier::no_barrier;
 use super::clock::{now_ns, sleep_ns};
-use super::warp::{lone_ballot, lone_shuffle, warp_ballot, warp_shuffle, Warp, WarpSeat};
-use crate::sync::lock;
-
-/// Stack size of the threads that run a block's GPU threads concurrently.
-const TEAM_STACK_BYTES: usize = 512 * 1024;
-
-/// At most this many OS threads run blocks of a barrier kernel at once.
-const MAX_TEAM_THREADS: usize = 4096;
+use super::fibers::FiberRunner;
+use super::warp::{lone_ballot, lone_shuffle};
 
 /// One launch, ready to run.
 pub(crate) struct Grid<'a> {
@@ -50,7 +44,7 @@ impl Grid<'_> {
             return Ok(());
         }
         if self.concurrent_block {
-            self.run_teams(total, threads, parallelism)
+            self.run_fibers(total, threads, parallelism)
         } else {
             self.run_loops(total, parallelism)
         }
@@ -125,136 +119,57 @@ impl Grid<'_> {
         })
     }
 
-    /// Blocks whose threads run concurrently: teams of one OS thread per GPU thread, each
-    /// team running whole blocks one after another.
-    fn run_teams(&self, total: u64, threads: usize, parallelism: usize) -> Result<(), String> {
-        let teams = parallelism
-            .max(1)
-            .min((MAX_TEAM_THREADS / threads).max(1))
-            .min(usize::try_from(total).unwrap_or(usize::MAX));
+    /// Blocks whose threads must run together: each worker runs whole blocks, a block's
+    /// GPU threads as fibers on the worker's OS thread (see `fibers.rs`).
+    fn run_fibers(&self, total: u64, threads: usize, parallelism: usize) -> Result<(), String> {
         let next = AtomicU64::new(0);
-        let gate = Gate::default();
-        let mut team_state = Vec::with_capacity(teams);
-        for _ in 0..teams {
+        let workers = parallelism
+            .max(1)
+            .min(usize::try_from(total).unwrap_or(usize::MAX));
+        let work = || -> Result<(), String> {
             let shared = SharedMemory::new(self.shared_bytes).ok_or_else(|| {
                 format!(
                     "cannot allocate {} bytes of shared memory",
                     self.shared_bytes
                 )
             })?;
-            team_state.push(Team {
-                shared,
-                warps: Warp::for_block(threads),
-                barrier: BlockBarrier::new(threads),
-                sync: Barrier::new(threads),
-                current: AtomicU64::new(0),
-            });
-        }
+            let mut runner = FiberRunner::new(threads)?;
+            let mut ctx = self.context(shared.ptr());
+            loop {
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                if b >= total {
+                    return Ok(());
+                }
+                shared.zero();
+                ctx.block_idx = unflatten(b, self.grid);
+                // SAFETY: the launch was validated against the kernel's spec by the
+                // caller of `Device::launch`; the shared memory is this worker's.
+                unsafe { runner.run_block(self.entry, &ctx, self.args.as_ptr()) }?;
+            }
+        };
         std::thread::scope(|s| {
-            let mut spawned = Ok(());
-            'spawn: for team in &team_state {
-                for t in 0..threads {
-                    let (gate, next) = (&gate, &next);
-                    let body = move || {
-                        if gate.wait() {
-                            self.team_thread(team, t, total, next);
-                        }
-                    };
-                    if let Err(err) = std::thread::Builder::new()
-                        .name("iris-cpu-thread".into())
-                        .stack_size(TEAM_STACK_BYTES)
-                        .spawn_scoped(s, body)
-                    {
-                        spawned = Err(format!(
-                            "cannot start the {threads} threads of a block (the kernel uses the block barrier): {err}"
-                        ));
-                        break 'spawn;
+            let mut helpers = Vec::new();
+            for _ in 1..workers {
+                match std::thread::Builder::new()
+                    .name("iris-cpu-block".into())
+                    .spawn_scoped(s, work)
+                {
+                    Ok(h) => helpers.push(h),
+                    Err(err) => {
+                        tracing::debug!(%err, "fewer CPU block workers");
+                        break;
                     }
                 }
             }
-            gate.open(spawned.is_ok());
-            spawned
+            let mut result = work();
+            for h in helpers {
+                let outcome = h
+                    .join()
+                    .unwrap_or_else(|_| Err("a CPU block worker panicked".into()));
+                result = result.and(outcome);
+            }
+            result
         })
-    }
-
-    fn team_thread(&self, team: &Team, t: usize, total: u64, next: &AtomicU64) {
-        let mut ctx = self.context(team.shared.ptr());
-        ctx.barrier = block_barrier;
-        ctx.barrier_state = &team.barrier as *const BlockBarrier as *mut c_void;
-        let warp = &team.warps[t / super::warp::WARP_LANES];
-        let seat = WarpSeat {
-            warp,
-            lane: t % super::warp::WARP_LANES,
-        };
-        ctx.warp = &seat as *const WarpSeat as *mut c_void;
-        ctx.warp_shuffle = warp_shuffle;
-        ctx.warp_ballot = warp_ballot;
-        let [bx, by, _] = self.block.map(|d| d as usize);
-        ctx.thread_idx = [
-            (t % bx) as u32,
-            ((t / bx) % by) as u32,
-            (t / (bx * by)) as u32,
-        ];
-        let threads = self.block.iter().map(|&d| d as usize).product::<usize>();
-        loop {
-            if t == 0 {
-                let b = next.fetch_add(1, Ordering::Relaxed);
-                team.current.store(b, Ordering::Relaxed);
-                if b < total {
-                    team.shared.zero();
-                    team.barrier.reset(threads);
-                    Warp::reset(&team.warps, threads);
-                }
-            }
-            team.sync.wait();
-            let b = team.current.load(Ordering::Relaxed);
-            if b >= total {
-                break;
-            }
-            ctx.block_idx = unflatten(b, self.grid);
-            // SAFETY: the launch was validated against the kernel's spec by the caller of
-            // `Device::launch`; the barrier and shared memory outlive the call.
-            unsafe { (self.entry)(&ctx, self.args.as_ptr()) };
-            team.barrier.leave();
-            warp.leave();
-            team.sync.wait();
-        }
-    }
-}
-
-/// The threads running one block at a time.
-struct Team {
-    shared: SharedMemory,
-    warps: Vec<Warp>,
-    barrier: BlockBarrier,
-    sync: Barrier,
-    current: AtomicU64,
-}
-
-/// Holds spawned threads until all of a launch's threads exist (or tells them to quit).
-#[derive(Default)]
-struct Gate {
-    state: Mutex<Option<bool>>,
-    cv: Condvar,
-}
-
-impl Gate {
-    fn open(&self, go: bool) {
-        *lock(&self.state) = Some(go);
-        self.cv.notify_all();
-    }
-
-    fn wait(&self) -> bool {
-        let mut s = lock(&self.state);
-        loop {
-            if let Some(go) = *s {
-                return go;
-            }
-            s = match self.cv.wait(s) {
-                Ok(g) => g,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-        }
     }
 }
 

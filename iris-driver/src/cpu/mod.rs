@@ -8,6 +8,7 @@ mod barrier;
 mod clock;
 mod device;
 mod event;
+mod fibers;
 mod grid;
 mod memory;
 mod module;
