@@ -191,6 +191,12 @@ pub struct CpuLaunchContext {
     /// A ballot: every lane passes its `predicate` (0 or 1); each gets bit `i` set for
     /// every lane `i` that passed 1.
     pub warp_ballot: unsafe extern "C" fn(warp: *mut c_void, predicate: u32) -> u64,
+    /// A warp's `mma`: every lane passes its A and B fragments (8 values each, as `f32`)
+    /// and its accumulator (8 `f32`, updated in place) in NVIDIA's `m16n8k16` layout, twice
+    /// over (a 16 x 16 tile); the tile product is computed once the warp's lanes have all
+    /// called it, each lane adding its part to its accumulator in `k` order.
+    pub warp_mma:
+        unsafe extern "C" fn(warp: *mut c_void, a: *const f32, b: *const f32, c: *mut f32),
 }
 
 /// The signature of a kernel in a CPU code object: one call runs one GPU thread.

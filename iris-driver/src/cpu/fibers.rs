@@ -85,6 +85,9 @@ impl FiberBarrier {
 #[derive(Default)]
 struct FiberWarp {
     slots: [Cell<u64>; WARP_LANES],
+    /// Each lane's A and B fragments of an `mma`.
+    mma_a: [Cell<[f32; 8]>; WARP_LANES],
+    mma_b: [Cell<[f32; 8]>; WARP_LANES],
     lanes: Cell<usize>,
     barrier: FiberBarrier,
 }
@@ -174,6 +177,47 @@ pub(crate) unsafe extern "C" fn fiber_ballot(_seat: *mut c_void, predicate: u32)
     let bits = (0..warp.lanes.get()).fold(0u64, |bits, i| bits | ((warp.slots[i].get() & 1) << i));
     warp.barrier.wait(seat);
     bits
+}
+
+/// A warp `mma` among fibers: the lanes leave their fragments, meet, each computes its part
+/// of the tile from all of them, and they meet again before the fragments are reused.
+pub(crate) unsafe extern "C" fn fiber_mma(
+    seat: *mut c_void,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+) {
+    let Some(fiber) = current() else {
+        // SAFETY: forwarded.
+        return unsafe { super::warp::lone_mma(seat, a, b, c) };
+    };
+    let warp = &fiber.block().warps[fiber.warp];
+    // SAFETY: the kernel passes 8 `f32` at each (the ABI).
+    let (a, b, c) = unsafe {
+        (
+            *(a as *const [f32; 8]),
+            *(b as *const [f32; 8]),
+            &mut *(c as *mut [f32; 8]),
+        )
+    };
+    warp.mma_a[fiber.lane].set(a);
+    warp.mma_b[fiber.lane].set(b);
+    warp.barrier.wait(fiber);
+    let lanes = warp.lanes.get();
+    let get = |side: &[Cell<[f32; 8]>; WARP_LANES], l: usize| {
+        if l < lanes {
+            side[l].get()
+        } else {
+            [0.0; 8]
+        }
+    };
+    super::warp::mma_lane(
+        fiber.lane,
+        |l| get(&warp.mma_a, l),
+        |l| get(&warp.mma_b, l),
+        c,
+    );
+    warp.barrier.wait(fiber);
 }
 
 /// `nanosleep` for a fiber: yields (the scheduler sleeps the OS thread when no fiber of
@@ -275,6 +319,7 @@ impl FiberRunner {
                 warp: std::ptr::null_mut(),
                 warp_shuffle: fiber_shuffle,
                 warp_ballot: fiber_ballot,
+                warp_mma: fiber_mma,
                 sleep_ns: fiber_sleep,
                 ..*template
             });
@@ -353,6 +398,7 @@ mod tests {
             warp: std::ptr::null_mut(),
             warp_shuffle: fiber_shuffle,
             warp_ballot: fiber_ballot,
+            warp_mma: fiber_mma,
         }
     }
 

@@ -12,7 +12,7 @@ use iris_device::abi::{CpuKernelEntry, CpuLaunchContext};
 use super::barrier::no_barrier;
 use super::clock::{now_ns, sleep_ns};
 use super::fibers::FiberRunner;
-use super::warp::{lone_ballot, lone_shuffle};
+use super::warp::{lone_ballot, lone_mma, lone_shuffle};
 
 /// One launch, ready to run.
 pub(crate) struct Grid<'a> {
@@ -64,6 +64,7 @@ impl Grid<'_> {
             warp: std::ptr::null_mut(),
             warp_shuffle: lone_shuffle,
             warp_ballot: lone_ballot,
+            warp_mma: lone_mma,
         }
     }
 

@@ -69,6 +69,7 @@ impl CpuModule {
                             warp: std::ptr::null_mut(),
                             warp_shuffle: no_warp_shuffle,
                             warp_ballot: no_warp_ballot,
+                            warp_mma: no_warp_mma,
                         };
                         // SAFETY: the arguments match the kernel's slots (the caller's
                         // promise); the context lives for the call.
@@ -124,6 +125,10 @@ unsafe extern "C" fn no_warp_shuffle(_warp: *mut c_void, _value: u64, _src: u32)
 }
 
 unsafe extern "C" fn no_warp_ballot(_warp: *mut c_void, _predicate: u32) -> u64 {
+    panic!("warp operations run on the runtime's CPU backend, not in this harness")
+}
+
+unsafe extern "C" fn no_warp_mma(_warp: *mut c_void, _a: *const f32, _b: *const f32, _c: *mut f32) {
     panic!("warp operations run on the runtime's CPU backend, not in this harness")
 }
 

@@ -89,7 +89,13 @@ mod tests {
             offset_of!(CpuLaunchContext, sleep_ns),
             SLEEP_NS_OFFSET as usize
         );
-        use super::super::warp::{WARP_BALLOT_OFFSET, WARP_OFFSET, WARP_SHUFFLE_OFFSET};
+        use super::super::warp::{
+            WARP_BALLOT_OFFSET, WARP_MMA_OFFSET, WARP_OFFSET, WARP_SHUFFLE_OFFSET,
+        };
+        assert_eq!(
+            offset_of!(CpuLaunchContext, warp_mma),
+            WARP_MMA_OFFSET as usize
+        );
         assert_eq!(offset_of!(CpuLaunchContext, warp), WARP_OFFSET as usize);
         assert_eq!(
             offset_of!(CpuLaunchContext, warp_shuffle),

@@ -16,9 +16,7 @@
 //!   element per `k` (in order `k = 0..16`).
 
 use super::super::super::kernel_ir::Intrinsic;
-use super::super::super::kernel_ir::{
-    Expr, FragmentRole, MemOrder, MemScope, RmwOp, Scalar, ShuffleKind, Type,
-};
+use super::super::super::kernel_ir::{Expr, FragmentRole, MemOrder, MemScope, RmwOp, Scalar};
 use super::builder::FnBuilder;
 use super::intrinsics::not_in_family;
 use super::types;
@@ -644,64 +642,37 @@ impl FnBuilder<'_> {
         Ok(out)
     }
 
-    /// The product computed exactly in `f32` over the CPU's warp, in NVIDIA's layout.
+    /// The product computed exactly in `f32` over the CPU's warp, in NVIDIA's layout: the
+    /// lane's fragments, widened to `f32`, go to the runtime's `warp_mma`, which computes
+    /// the tile once the warp's lanes have all called it (one exchange, not a shuffle per
+    /// element).
     fn mma_cpu(&mut self, elem: Scalar, a: &str, b: &str, c: &str) -> Result<String, String> {
         let et = types::scalar_ty(elem);
         let frag = format!("[8 x {et}]");
-        let f32t = Type::Scalar(Scalar::F32);
-        let lane = self.lane_id()?;
-        let g = self.def(&format!("lshr i32 {lane}, 2"));
-        let t = self.def(&format!("and i32 {lane}, 3"));
-        let g4 = self.def(&format!("shl i32 {g}, 2"));
-        let t2 = self.def(&format!("shl i32 {t}, 1"));
-        // Lanes holding column `2t + jj` of B (its `g` is that column): `4 * (2t + jj)`.
-        let bcol: Vec<String> = (0..2)
-            .map(|jj| {
-                let n = self.def(&format!("add i32 {t2}, {jj}"));
-                self.def(&format!("shl i32 {n}, 2"))
-            })
-            .collect();
-        let wide = |s: &mut Self, src: &str, i: u32| -> Result<String, String> {
-            let x = s.def(&format!("extractvalue {frag} {src}, {i}"));
-            s.scalar_cast(&x, elem, Scalar::F32)
-        };
-        let mut sums: Vec<String> = (0..8)
-            .map(|i| self.def(&format!("extractvalue [8 x float] {c}, {i}")))
-            .collect();
-        for k in 0..16u32 {
-            let tk = (k % 8) >> 1;
-            // A[g][k] and A[g + 8][k]: lane 4g + tk, elements (k & 1) + 4 (k >= 8) (+2).
-            let src_a = self.def(&format!("add i32 {g4}, {tk}"));
-            let slot_a = (k & 1) + 4 * u32::from(k >= 8);
-            let mut arow = Vec::new();
-            for extra in [0, 2] {
-                let mine = wide(self, a, slot_a + extra)?;
-                arow.push(self.shuffle_value(ShuffleKind::Index, &mine, &f32t, &src_a)?);
+        let pa = self.alloca("mma.a", "[8 x float]", 4);
+        let pb = self.alloca("mma.b", "[8 x float]", 4);
+        let pc = self.alloca("mma.c", "[8 x float]", 4);
+        for i in 0..8u32 {
+            for (src, dst) in [(a, &pa), (b, &pb)] {
+                let x = self.def(&format!("extractvalue {frag} {src}, {i}"));
+                let w = self.scalar_cast(&x, elem, Scalar::F32)?;
+                let at = self.def(&format!("getelementptr inbounds float, ptr {dst}, i64 {i}"));
+                self.inst(&format!("store float {w}, ptr {at}, align 4"));
             }
-            // B[k][8h + 2t + jj]: lane 4 (2t + jj) + tk, element 4h + (k & 1) + 2 (k >= 8).
-            let mut bval = [
-                [String::new(), String::new()],
-                [String::new(), String::new()],
-            ];
-            for (h, row) in bval.iter_mut().enumerate() {
-                let slot_b = 4 * h as u32 + (k & 1) + 2 * u32::from(k >= 8);
-                let mine = wide(self, b, slot_b)?;
-                for (jj, cell) in row.iter_mut().enumerate() {
-                    let src = self.def(&format!("add i32 {}, {tk}", bcol[jj]));
-                    *cell = self.shuffle_value(ShuffleKind::Index, &mine, &f32t, &src)?;
-                }
-            }
-            for (h, bh) in bval.iter().enumerate() {
-                for i in 0..4usize {
-                    let p = self.def(&format!("fmul float {}, {}", arow[i >> 1], bh[i & 1]));
-                    let j = 4 * h + i;
-                    sums[j] = self.def(&format!("fadd float {}, {p}", sums[j]));
-                }
-            }
+            let x = self.def(&format!("extractvalue [8 x float] {c}, {i}"));
+            let at = self.def(&format!("getelementptr inbounds float, ptr {pc}, i64 {i}"));
+            self.inst(&format!("store float {x}, ptr {at}, align 4"));
         }
+        let f = self.cpu_ctx_field("ptr", super::warp::WARP_MMA_OFFSET, 8)?;
+        let warp = self.cpu_ctx_field("ptr", super::warp::WARP_OFFSET, 8)?;
+        self.inst(&format!(
+            "call void {f}(ptr {warp}, ptr {pa}, ptr {pb}, ptr {pc})"
+        ));
         let mut out = "poison".to_string();
-        for (i, s) in sums.iter().enumerate() {
-            out = self.def(&format!("insertvalue [8 x float] {out}, float {s}, {i}"));
+        for i in 0..8u32 {
+            let at = self.def(&format!("getelementptr inbounds float, ptr {pc}, i64 {i}"));
+            let v = self.def(&format!("load float, ptr {at}, align 4"));
+            out = self.def(&format!("insertvalue [8 x float] {out}, float {v}, {i}"));
         }
         Ok(out)
     }

@@ -29,6 +29,8 @@ pub(super) const WARP_OFFSET: u32 = 88;
 pub(super) const WARP_SHUFFLE_OFFSET: u32 = 96;
 /// Offset of `warp_ballot`.
 pub(super) const WARP_BALLOT_OFFSET: u32 = 104;
+/// Offset of `warp_mma`.
+pub(super) const WARP_MMA_OFFSET: u32 = 112;
 
 impl FnBuilder<'_> {
     /// Lane and warp ids, shuffles, votes, `warp_sync`, reductions.
