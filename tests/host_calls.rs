@@ -86,6 +86,15 @@ fn apis() -> Vec<Api> {
             },
         },
         Api {
+            name: "zeros(1 GiB) + drop (the pool grows)",
+            collective: false,
+            skip: never,
+            call: |i| {
+                drop(i.zeros::<u8>(1 << 30)?);
+                Ok(())
+            },
+        },
+        Api {
             name: "from_slice + drop",
             collective: false,
             skip: never,
