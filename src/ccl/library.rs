@@ -104,8 +104,9 @@ pub mod barrier {
     /// wait began (or another rank already gave up: the communicator is broken and every
     /// later wait returns at once). The first 1024 polls of each peer go back to back,
     /// then a 256 ns sleep separates polls, each of which also checks whether another rank
-    /// gave up, whether the world aborted and whether the time is up. Records the wait's time in word 3 when it is
-    /// the longest yet (a read first, so a long-stable maximum costs no atomic).
+    /// gave up, whether the world aborted and whether the time is up. Records the wait's
+    /// time in word 3 when it is the longest yet (a read first, so a long-stable maximum
+    /// costs no atomic).
     pub fn ccl_wait(
         signals: Symmetric<u64>,
         slot: u32,
