@@ -1,7 +1,9 @@
 //! Generic kernels: one definition built for every element type (or the instances its
 //! attribute lists), launched through the typed launcher with the type inferred from the
 //! buffers or named; const parameters size register arrays and loops; generic device
-//! functions are instantiated per call. Run on the CPU backend and any GPU present.
+//! functions are instantiated per call; a type parameter with several bounds (`T: Element +
+//! AtomicValue`) is built for the types every bound allows. Run on the CPU backend and any
+//! GPU present.
 
 mod common;
 
@@ -152,6 +154,73 @@ fn generic_max_matches_the_host() {
                 let out: Buffer<u8> = iris.zeros(4)?;
                 tiles::pair_max::launch::<u8>(iris, (1, 4), &da, &db, &out, 4)?;
                 assert_eq!(out.to_vec()?, vec![2, 200, 7, 255]);
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}
+
+/// A block reduction: each warp sums its elements (`Element`), lane 0 adds the sum into
+/// `out[0]` (`AtomicValue`); built for the types both allow.
+#[iris::kernel]
+pub fn warp_then_atomic<T: Element + AtomicValue>(x: *const T, out: Symmetric<T>, n: u32, me: u32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    let v = if i < n {
+        unsafe { *x.add(i as usize) }
+    } else {
+        T::ZERO
+    };
+    let s = warp_reduce_add(v);
+    if lane_id() == 0 {
+        atomic_add(out, s, me, Ordering::Relaxed, Scope::System);
+    }
+}
+
+fn sum_with_warps<T: Element + AtomicValue + iris::Pod>(iris: &Iris, x: &[T]) -> iris::Result<T>
+where
+    (T,): warp_then_atomic::Instance,
+{
+    let input = iris.from_slice(x)?;
+    let out = iris.symmetric_zeros::<T>(1)?;
+    let blocks = (x.len() as u32).div_ceil(128);
+    warp_then_atomic::launch(
+        iris,
+        (blocks, 128),
+        &input,
+        &out,
+        x.len() as u32,
+        iris.rank() as u32,
+    )?;
+    iris.synchronize()?;
+    Ok(out.to_vec()?[0])
+}
+
+#[test]
+fn a_type_parameter_with_two_bounds_takes_the_types_both_allow() {
+    // Element + AtomicValue: the 32/64-bit integers and f32, f64 (not i8 or bf16).
+    let built: Vec<&str> = warp_then_atomic::UNIT
+        .kernels
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(built.len(), 6, "{built:?}");
+    assert!(
+        built
+            .iter()
+            .all(|n| !n.contains("bf16") && !n.contains("i8")),
+        "{built:?}"
+    );
+    for backend in backends() {
+        World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let ints: Vec<u32> = (0..1000).collect();
+                assert_eq!(sum_with_warps(iris, &ints)?, 499_500, "{backend}");
+                let floats: Vec<f64> = (0..1000).map(|i| i as f64 * 0.5).collect();
+                assert_eq!(sum_with_warps(iris, &floats)?, 249_750.0, "{backend}");
+                let longs: Vec<i64> = (0..300).map(|i| i - 150).collect();
+                assert_eq!(sum_with_warps(iris, &longs)?, -150, "{backend}");
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{backend}: {e}"));

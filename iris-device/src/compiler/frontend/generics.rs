@@ -18,66 +18,117 @@ use syn::visit_mut::VisitMut;
 /// At most this many instances of one kernel (each is compiled for every target).
 pub const MAX_KERNEL_INSTANCES: usize = 64;
 
-/// What a type parameter is bounded by, and so which types it may stand for.
+/// One trait of the prelude a type parameter may be bounded by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
-    /// `T: Element`: the twelve numeric types.
+pub enum Trait {
+    /// `Element`: the twelve numeric types.
     Element,
-    /// `T: DeviceValue`: every scalar and vector a kernel can move through memory.
+    /// `DeviceValue`: every scalar and vector a kernel can move through memory.
     DeviceValue,
-    /// `T: AtomicValue`: the 32/64-bit integers, `f32`, `f64`.
+    /// `AtomicValue`: the 32/64-bit integers, `f32`, `f64`.
     AtomicValue,
-    /// `T: AtomicBits`: the 32/64-bit integers.
+    /// `AtomicBits`: the 32/64-bit integers.
     AtomicBits,
-    /// `T: MmaElement`: what the matrix units multiply, `bf16` and `f16`.
+    /// `MmaElement`: what the matrix units multiply, `bf16` and `f16`.
     MmaElement,
 }
 
-impl Bound {
-    fn from_name(name: &str) -> Option<Bound> {
-        Some(match name {
-            "Element" => Bound::Element,
-            "DeviceValue" => Bound::DeviceValue,
-            "AtomicValue" => Bound::AtomicValue,
-            "AtomicBits" => Bound::AtomicBits,
-            "MmaElement" => Bound::MmaElement,
-            _ => return None,
-        })
-    }
+impl Trait {
+    const ALL: [Trait; 5] = [
+        Trait::Element,
+        Trait::DeviceValue,
+        Trait::AtomicValue,
+        Trait::AtomicBits,
+        Trait::MmaElement,
+    ];
 
-    /// Every type the bound allows, in a fixed order.
-    pub fn types(self) -> Vec<Type> {
-        use Scalar::*;
-        let scalars: &[Scalar] = match self {
-            Bound::Element | Bound::DeviceValue => {
-                &[I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64]
-            }
-            Bound::AtomicValue => &[I32, I64, U32, U64, F32, F64],
-            Bound::AtomicBits => &[I32, I64, U32, U64],
-            Bound::MmaElement => &[BF16, F16],
-        };
-        let mut types: Vec<Type> = scalars.iter().map(|s| Type::Scalar(*s)).collect();
-        if self == Bound::DeviceValue {
-            types.push(Type::Scalar(Bool));
-            for name in ["f32x4", "i32x4", "u32x4", "f64x2", "i64x2", "u64x2"] {
-                types.extend(Vector::from_name(name).map(Type::Vector));
-            }
-        }
-        types
-    }
-
-    fn allows(self, ty: &Type) -> bool {
-        self.types().contains(ty)
+    fn from_name(name: &str) -> Option<Trait> {
+        Trait::ALL.into_iter().find(|t| t.name() == name)
     }
 
     fn name(self) -> &'static str {
         match self {
-            Bound::Element => "Element",
-            Bound::DeviceValue => "DeviceValue",
-            Bound::AtomicValue => "AtomicValue",
-            Bound::AtomicBits => "AtomicBits",
-            Bound::MmaElement => "MmaElement",
+            Trait::Element => "Element",
+            Trait::DeviceValue => "DeviceValue",
+            Trait::AtomicValue => "AtomicValue",
+            Trait::AtomicBits => "AtomicBits",
+            Trait::MmaElement => "MmaElement",
         }
+    }
+
+    fn allows(self, ty: &Type) -> bool {
+        use Scalar::*;
+        match (self, ty) {
+            (Trait::DeviceValue, Type::Vector(_)) => true,
+            (Trait::DeviceValue, Type::Scalar(Bool)) => true,
+            (_, Type::Scalar(s)) => match self {
+                Trait::Element | Trait::DeviceValue => *s != Bool,
+                Trait::AtomicValue => matches!(s, I32 | I64 | U32 | U64 | F32 | F64),
+                Trait::AtomicBits => matches!(s, I32 | I64 | U32 | U64),
+                Trait::MmaElement => matches!(s, BF16 | F16),
+            },
+            _ => false,
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << Trait::ALL.iter().position(|t| *t == self).unwrap_or(0)
+    }
+}
+
+/// What a type parameter is bounded by (one trait of the prelude, or several: `T:
+/// Element + AtomicValue`), and so which types it may stand for: those every trait
+/// allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    traits: u8,
+}
+
+impl Bound {
+    /// The bound of one trait.
+    pub fn of(t: Trait) -> Bound {
+        Bound { traits: t.bit() }
+    }
+
+    /// This bound and `t`.
+    fn and(self, t: Trait) -> Bound {
+        Bound {
+            traits: self.traits | t.bit(),
+        }
+    }
+
+    fn traits(self) -> impl Iterator<Item = Trait> {
+        Trait::ALL
+            .into_iter()
+            .filter(move |t| self.traits & t.bit() != 0)
+    }
+
+    /// Every type the bound allows, in a fixed order (empty when its traits share none).
+    pub fn types(self) -> Vec<Type> {
+        use Scalar::*;
+        let mut all: Vec<Type> = [
+            I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, Bool,
+        ]
+        .iter()
+        .map(|s| Type::Scalar(*s))
+        .collect();
+        for name in ["f32x4", "i32x4", "u32x4", "f64x2", "i64x2", "u64x2"] {
+            all.extend(Vector::from_name(name).map(Type::Vector));
+        }
+        all.retain(|ty| self.allows(ty));
+        all
+    }
+
+    fn allows(self, ty: &Type) -> bool {
+        self.traits().all(|t| t.allows(ty))
+    }
+
+    /// `Element` or `Element + AtomicValue`.
+    fn name(self) -> String {
+        self.traits()
+            .map(Trait::name)
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 }
 
@@ -158,8 +209,8 @@ pub fn generic_params(sig: &syn::Signature) -> Result<Vec<GenericParam>, Compile
 }
 
 fn type_bound(t: &syn::TypeParam) -> Result<Bound, CompileError> {
-    let usage = "a type parameter of a kernel has one bound: `Element` (the numeric types), `DeviceValue`, `AtomicValue`, `AtomicBits` or `MmaElement` (bf16, f16)";
-    let mut found = None;
+    let usage = "a type parameter of a kernel is bounded by the prelude's traits: `Element` (the numeric types), `DeviceValue`, `AtomicValue`, `AtomicBits` or `MmaElement` (bf16, f16), one or several (`T: Element + AtomicValue`)";
+    let mut found: Option<Bound> = None;
     for b in &t.bounds {
         let syn::TypeParamBound::Trait(tb) = b else {
             return Err(CompileError::new(b.span(), usage));
@@ -170,13 +221,24 @@ fn type_bound(t: &syn::TypeParam) -> Result<Bound, CompileError> {
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
-        match (name.as_str(), Bound::from_name(&name)) {
+        match (name.as_str(), Trait::from_name(&name)) {
             ("Copy" | "Clone" | "Sized", _) => {}
-            (_, Some(bound)) if found.is_none() => found = Some(bound),
+            (_, Some(tr)) => found = Some(found.map_or(Bound::of(tr), |f| f.and(tr))),
             _ => return Err(CompileError::new(tb.span(), usage)),
         }
     }
-    found.ok_or_else(|| CompileError::new(t.span(), usage))
+    let bound = found.ok_or_else(|| CompileError::new(t.span(), usage))?;
+    if bound.types().is_empty() {
+        return Err(CompileError::new(
+            t.bounds.span(),
+            format!(
+                "no type satisfies `{}: {}`: these traits share no type",
+                t.ident,
+                bound.name()
+            ),
+        ));
+    }
+    Ok(bound)
 }
 
 /// A generic argument written as `f32` or `64`, for parameter `param`.

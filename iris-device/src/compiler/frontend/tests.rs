@@ -89,7 +89,8 @@ fn atomics_take_constant_orderings() {
 fn the_subset_is_enforced_with_messages() {
     assert!(err("fn k(x: &u32) {}").contains("references"));
     assert!(err("fn k(x: Vec<u32>) {}").contains("no heap"));
-    assert!(err("fn k<T>(x: *mut T) {}").contains("has one bound: `Element`"));
+    assert!(err("fn k<T>(x: *mut T) {}").contains("bounded by the prelude's traits: `Element`"));
+    assert!(err("fn k<T: MmaElement + AtomicValue>(x: *mut T) {}").contains("no type satisfies"));
     assert!(err("fn k<'a>(x: *mut u32) {}").contains("lifetime"));
     assert!(err("fn k() -> u32 { 0 }").contains("kernels return nothing"));
     assert!(err("fn k(p: *mut u32) { println!(\"x\"); }").contains("cannot print"));
