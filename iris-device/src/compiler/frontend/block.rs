@@ -273,7 +273,7 @@ impl FnBuilder<'_> {
             syn::GenericArgument::Type(syn::Type::Path(p)) => {
                 return Err(CompileError::new(
                     p.span(),
-                    "the length of a shared array must be an integer literal",
+                    "the length of a shared array must be an integer literal or a const parameter of the kernel (`shared_array::<u32, N>()` with `const N: usize`); a module `const` is not seen here",
                 ))
             }
             other => return Err(CompileError::new(other.span(), usage)),
@@ -288,7 +288,7 @@ impl FnBuilder<'_> {
             other => {
                 return Err(CompileError::new(
                     other.span(),
-                    "the length of a shared array must be an integer literal",
+                    "the length of a shared array must be an integer literal or a const parameter of the kernel (`shared_array::<u32, N>()` with `const N: usize`)",
                 ))
             }
         };

@@ -70,7 +70,7 @@ impl FnBuilder<'_> {
         Err(CompileError::new(
             path.span(),
             format!(
-                "cannot call `{}` in a kernel: kernels call the iris device API (`iris::store`, `iris::load`, ...), the thread/block id functions, and device functions of the same `#[iris::kernels]` module",
+                "cannot call `{}` in a kernel: kernels call the iris device API (`iris::store`, `iris::load`, ...), the thread/block id functions, device functions of the same `#[iris::kernels]` module, and those of the `#[iris::device]` libraries it names (`#[iris::kernels(uses(path::to::library))]`, then call them by their own name)",
                 segs.join("::")
             ),
         ))
@@ -183,7 +183,7 @@ impl FnBuilder<'_> {
         if index == self.this {
             return Err(CompileError::new(
                 span,
-                "recursion is not supported in kernels",
+                "recursion is not supported in kernels (GPU threads have small fixed stacks): write it as a loop",
             ));
         }
         self.arity(c, &sig.name, sig.params.len())?;
@@ -289,6 +289,12 @@ impl FnBuilder<'_> {
                 self.expect(&first, &Type::Scalar(s))?;
                 Ok(Some(self.math(name, first, rest, span)?))
             }
+            (Scalar::F32 | Scalar::F64, "from") => Err(CompileError::new(
+                span,
+                format!(
+                    "`{ty}::from` is not supported in kernels: convert with a method of the value (`h.to_f32()` for an `f16` or `bf16`) or a cast (`x as {ty}`)"
+                ),
+            )),
             _ => Err(CompileError::new(
                 span,
                 format!("`{ty}::{name}` is not supported in kernels"),
@@ -410,7 +416,7 @@ pub(super) fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
     CompileError::new(
         span,
         format!(
-            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module; the device API has {}.",
+            "cannot call `{name}` in a kernel: it is neither an iris device function nor a device function of this `#[iris::kernels]` module (a function of an `#[iris::device]` library is called after naming the library: `#[iris::kernels(uses(path::to::library))]`); the device API has {}.",
             intrinsic_names()
         ),
     )

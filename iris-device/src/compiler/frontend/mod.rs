@@ -470,7 +470,7 @@ fn recursion(functions: &[super::kernel_ir::Function]) -> Option<CompileError> {
                 return Some(CompileError::new(
                     functions[cycle[0]].span,
                     format!(
-                        "recursion is not supported in kernels: {}",
+                        "recursion is not supported in kernels: {} (GPU threads have small fixed stacks): write it as a loop, or as several functions that do not call back",
                         names.join(" -> ")
                     ),
                 ));
