@@ -156,3 +156,47 @@ fn device_code_computes_what_host_rust_computes() {
         assert!(mismatches[0].is_empty(), "{backend}: {:#?}", mismatches[0]);
     }
 }
+
+/// `const` items of the module: named in expressions (at their declared type, one naming
+/// another) and as a shared array's length.
+#[iris::kernels]
+mod constants {
+    use iris::prelude::*;
+
+    const BLOCK: usize = 64;
+    const SCALE: u32 = 3;
+    const OFFSET: u32 = SCALE * 100 + 7;
+
+    /// Each block reverses its 64 elements through shared memory, times `SCALE`, plus
+    /// `OFFSET`.
+    #[kernel]
+    pub fn reverse_scaled(x: *const u32, out: *mut u32) {
+        let s = shared_array::<u32, BLOCK>();
+        let t = thread_idx_x() as usize;
+        let base = block_idx_x() as usize * BLOCK;
+        unsafe { *s.add(t) = *x.add(base + t) };
+        sync_threads();
+        unsafe { *out.add(base + t) = *s.add(BLOCK - 1 - t) * SCALE + OFFSET };
+    }
+}
+
+#[test]
+fn module_constants_name_values_and_shared_array_lengths() {
+    let x: Vec<u32> = (0..256).collect();
+    let want: Vec<u32> = (0..256)
+        .map(|i| (i / 64 * 64 + 63 - i % 64) * 3 + 307)
+        .collect();
+    for backend in backends() {
+        let got = World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let input = iris.from_slice(&x)?;
+                let out = iris.zeros::<u32>(256)?;
+                constants::reverse_scaled::launch(iris, (4, 64), &input, &out)?;
+                out.to_vec()
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        assert_eq!(got[0], want, "{backend}");
+    }
+}

@@ -74,10 +74,11 @@ fn build_settings(span: Span) -> Result<Settings, CompileError> {
 fn compile(
     name: &str,
     items: &[SourceFn],
+    consts: &[syn::ItemConst],
     settings: &Settings,
     peer_checks: bool,
 ) -> Result<CompiledUnit, Vec<CompileError>> {
-    let mut ir = compiler::frontend::build_unit_from(name, items)?;
+    let mut ir = compiler::frontend::build_unit_with_consts(name, items, consts)?;
     ir.peer_checks = peer_checks || settings.peer_checks;
     compiler::compile_ir(ir, &settings.targets, settings.dump.clone()).map_err(|e| vec![e])
 }
@@ -163,7 +164,13 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#e #shim);
         }
     }
-    let compiled = compile(&name.to_string(), &sources, &settings, options.peer_checks);
+    let compiled = compile(
+        &name.to_string(),
+        &sources,
+        &[],
+        &settings,
+        options.peer_checks,
+    );
     match compiled {
         Err(errors) => {
             let errs = errors_to_tokens(&errors);
@@ -207,6 +214,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let mut kept = Vec::new();
     let mut functions = Vec::new();
+    let mut consts = Vec::new();
     let mut errors = Vec::new();
     for item in items {
         match item {
@@ -228,9 +236,13 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
                 });
             }
             syn::Item::Use(_) => kept.push(item.to_token_stream()),
+            syn::Item::Const(c) => {
+                consts.push(c.clone());
+                kept.push(item.to_token_stream());
+            }
             other => errors.push(CompileError::new(
                 other.span(),
-                "a #[iris::kernels] module holds functions (kernels marked #[kernel], and device functions) and `use` items only",
+                "a #[iris::kernels] module holds functions (kernels marked #[kernel], and device functions), `const` items and `use` items only",
             )),
         }
     }
@@ -257,6 +269,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
             match compile(
                 &mod_name.to_string(),
                 &functions,
+                &consts,
                 &settings,
                 options.peer_checks,
             ) {

@@ -268,15 +268,23 @@ impl FnBuilder<'_> {
                 "shared arrays hold scalars or 16-byte vectors",
             ));
         }
-        let len_expr = match len {
-            syn::GenericArgument::Const(e) => e,
-            syn::GenericArgument::Type(syn::Type::Path(p)) => {
+        let module_const = match len {
+            syn::GenericArgument::Type(syn::Type::Path(p)) if p.path.segments.len() == 1 => self
+                .unit
+                .constant(&p.path.segments[0].ident.to_string())
+                .map(|c| (*c.expr).clone()),
+            _ => None,
+        };
+        let len_expr = match (len, &module_const) {
+            (_, Some(e)) => e,
+            (syn::GenericArgument::Const(e), None) => e,
+            (syn::GenericArgument::Type(syn::Type::Path(p)), None) => {
                 return Err(CompileError::new(
                     p.span(),
-                    "the length of a shared array must be an integer literal or a const parameter of the kernel (`shared_array::<u32, N>()` with `const N: usize`); a module `const` is not seen here",
+                    "the length of a shared array must be an integer literal, a const parameter of the kernel (`shared_array::<u32, N>()` with `const N: usize`) or a `const` item of the `#[iris::kernels]` module",
                 ))
             }
-            other => return Err(CompileError::new(other.span(), usage)),
+            (other, None) => return Err(CompileError::new(other.span(), usage)),
         };
         let n = match strip_block(len_expr) {
             syn::Expr::Lit(syn::ExprLit {

@@ -46,6 +46,8 @@ pub struct FnBuilder<'u> {
     pub uses_warpgroup_mma: bool,
     /// Whether a signal wait is called.
     pub waits_on_signals: bool,
+    /// How deep the module constants being expanded nest.
+    pub const_depth: usize,
     /// Nesting depth of loops (for `break`/`continue`).
     pub loop_depth: usize,
     /// The enclosing `for` loops whose ranges are constant (array indices may use
@@ -70,6 +72,7 @@ impl<'u> FnBuilder<'u> {
             uses_warp: false,
             uses_warpgroup_mma: false,
             waits_on_signals: false,
+            const_depth: 0,
             loop_depth: 0,
             static_loops: Vec::new(),
         };

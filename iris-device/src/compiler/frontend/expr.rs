@@ -177,6 +177,37 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// A use of the module's constant `c`: its expression, at its declared type (a
+    /// constant may name others, to a depth of 16).
+    fn module_constant(
+        &mut self,
+        c: syn::ItemConst,
+        span: proc_macro2::Span,
+    ) -> Result<Expr, CompileError> {
+        if self.const_depth >= 16 {
+            return Err(CompileError::new(
+                span,
+                format!(
+                    "the constant `{}` refers to itself (through other constants)",
+                    c.ident
+                ),
+            ));
+        }
+        let ty = super::types::parse_type(&c.ty)?;
+        if ty.as_scalar().is_none() {
+            return Err(CompileError::new(
+                c.ty.span(),
+                "a module constant a kernel uses is a number or a `bool`",
+            ));
+        }
+        self.const_depth += 1;
+        let value = self.expr_tree(&c.expr);
+        self.const_depth -= 1;
+        let value = value?;
+        self.expect(&value, &ty)?;
+        Ok(value)
+    }
+
     fn path_expr(&mut self, p: &syn::ExprPath) -> Result<Expr, CompileError> {
         let span = p.span();
         if p.qself.is_none() && p.path.segments.len() == 1 {
@@ -185,9 +216,12 @@ impl FnBuilder<'_> {
                 let ty = self.locals[id].ty.clone();
                 return Ok(self.expr(ExprKind::Local(id), ty, span));
             }
+            if let Some(c) = self.unit.constant(&name) {
+                return self.module_constant(c.clone(), span);
+            }
             return Err(CompileError::new(
                 span,
-                format!("cannot find value `{name}` in this kernel"),
+                format!("cannot find value `{name}` in this kernel (kernels see their parameters, their `let`s and the `const` items of their `#[iris::kernels]` module)"),
             ));
         }
         let segs: Vec<String> = p

@@ -163,8 +163,21 @@ pub fn build_unit(
 /// instance lists (or every type their bound allows) and generic device functions for
 /// the calls that need them. Returns every error found (at most one per function).
 pub fn build_unit_from(unit_name: &str, items: &[SourceFn]) -> Result<Unit, Vec<CompileError>> {
+    build_unit_with_consts(unit_name, items, &[])
+}
+
+/// [`build_unit_from`] with the `const` items of the unit's module, which its functions
+/// may name (`const N: u32 = 32;`: each use is the constant's expression at its type).
+pub fn build_unit_with_consts(
+    unit_name: &str,
+    items: &[SourceFn],
+    consts: &[syn::ItemConst],
+) -> Result<Unit, Vec<CompileError>> {
     let mut errors = Vec::new();
     let mut registry = Registry::default();
+    if let Err(e) = registry.add_consts(consts) {
+        return Err(vec![e]);
+    }
     let mut plain = Vec::new();
     for source in items {
         let item = &source.item;

@@ -35,6 +35,8 @@ pub struct Pending {
 /// The unit's functions.
 #[derive(Default)]
 pub struct Registry {
+    /// The `const` items of the unit's module, by name.
+    consts: HashMap<String, syn::ItemConst>,
     sigs: RefCell<Vec<Signature>>,
     templates: HashMap<String, Template>,
     instances: RefCell<HashMap<(String, Vec<GenericArg>), FunctionId>>,
@@ -42,6 +44,25 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Adds the module's `const` items (a name defined twice is an error).
+    pub fn add_consts(&mut self, consts: &[syn::ItemConst]) -> Result<(), CompileError> {
+        for c in consts {
+            let name = c.ident.to_string();
+            if self.consts.insert(name.clone(), c.clone()).is_some() {
+                return Err(CompileError::new(
+                    c.ident.span(),
+                    format!("`{name}` is defined twice in this module"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The module's `const` item named `name`.
+    pub fn constant(&self, name: &str) -> Option<&syn::ItemConst> {
+        self.consts.get(name)
+    }
+
     /// Adds a function with a body to build; returns its id.
     pub fn add(&self, sig: Signature, pending: Pending) -> Result<FunctionId, CompileError> {
         let mut sigs = self.sigs.borrow_mut();
