@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use iris::{bf16, World};
 
+// The README's matrix example, shared with tests/matrix.rs.
+#[path = "../examples/common/readme_gemm.rs"]
+mod readme_gemm;
+
 #[iris::kernels]
 mod kernels {
     use iris::prelude::*;
@@ -60,37 +64,6 @@ mod kernels {
         let s = warp_reduce_add(unsafe { *x.add(i) });
         if lane_id() == 0 {
             unsafe { *out.add(i / warp_size() as usize) = s };
-        }
-    }
-
-    /// The README's matrix example: one 32 x 32 block of C per warp.
-    #[kernel]
-    pub fn gemm(a: *const bf16, b: *const bf16, c: *mut f32, m: u32, n: u32, k: u32) {
-        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
-        let (r0, c0) = ((warp / (n / 32)) * 32, (warp % (n / 32)) * 32);
-        if r0 < m {
-            let mut acc = [[mma_zero(); 2]; 2];
-            let mut k0 = 0;
-            while k0 < k {
-                for i in 0..2 {
-                    let fa = mma_load_a(
-                        unsafe { a.add(((r0 + 16 * i as u32) * k + k0) as usize) },
-                        k,
-                    );
-                    for j in 0..2 {
-                        let fb =
-                            mma_load_b(unsafe { b.add((k0 * n + c0 + 16 * j as u32) as usize) }, n);
-                        acc[i][j] = mma(fa, fb, acc[i][j]);
-                    }
-                }
-                k0 += 16;
-            }
-            for i in 0..2 {
-                for j in 0..2 {
-                    let at = ((r0 + 16 * i as u32) * n + c0 + 16 * j as u32) as usize;
-                    mma_store(unsafe { c.add(at) }, n, acc[i][j]);
-                }
-            }
         }
     }
 }
@@ -214,7 +187,7 @@ fn main() -> iris::Result<()> {
         );
         let warps = (d / 32) * (d / 32);
         let gemm = time(3, || {
-            kernels::gemm::launch(
+            readme_gemm::readme::readme_gemm::launch::<bf16>(
                 iris,
                 ((warps / 4) as u32, 128),
                 &ga,

@@ -5,6 +5,9 @@
 //! on the CPU backend and any GPU present.
 
 mod common;
+// The README's matrix example, shared with benches/cpu_blocks.rs.
+#[path = "../examples/common/readme_gemm.rs"]
+mod readme_gemm;
 
 use common::backends;
 use iris::prelude::*;
@@ -55,45 +58,6 @@ mod gemm {
     pub fn tile_at<T: MmaElement>(a: *const T, b: *const T, c: *mut f32, at: u32, ld: u32) {
         let acc = tile_product(a, b, 0, 0, 16, 16);
         mma_store(unsafe { c.add(at as usize) }, ld, acc);
-    }
-
-    /// The README's example: one 32 x 32 block of C per warp, a 2 x 2 array of
-    /// accumulators.
-    #[kernel(instances(T = [bf16, f16]))]
-    pub fn readme_gemm<T: MmaElement>(
-        a: *const T,
-        b: *const T,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-    ) {
-        let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
-        let (r0, c0) = ((warp / (n / 32)) * 32, (warp % (n / 32)) * 32);
-        if r0 < m {
-            let mut acc = [[mma_zero(); 2]; 2];
-            let mut k0 = 0;
-            while k0 < k {
-                for i in 0..2 {
-                    let fa = mma_load_a(
-                        unsafe { a.add(((r0 + 16 * i as u32) * k + k0) as usize) },
-                        k,
-                    );
-                    for j in 0..2 {
-                        let fb =
-                            mma_load_b(unsafe { b.add((k0 * n + c0 + 16 * j as u32) as usize) }, n);
-                        acc[i][j] = mma(fa, fb, acc[i][j]);
-                    }
-                }
-                k0 += 16;
-            }
-            for i in 0..2 {
-                for j in 0..2 {
-                    let at = ((r0 + 16 * i as u32) * n + c0 + 16 * j as u32) as usize;
-                    mma_store(unsafe { c.add(at) }, n, acc[i][j]);
-                }
-            }
-        }
     }
 
     /// GEMM + all-scatter: this rank's `A` is rows `me * m ..` of the whole A; each tile
@@ -350,7 +314,7 @@ fn tiled_gemm_with_mma_matches_the_host_exactly() {
                 // The README's kernel, 32 x 32 per warp: C's first 32 columns (n = 48).
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 let blocks = (m / 32) as u32;
-                gemm::readme_gemm::launch::<f16>(
+                readme_gemm::readme::readme_gemm::launch::<f16>(
                     iris,
                     (blocks, BLOCK),
                     &da,

@@ -23,10 +23,6 @@ const VECTORS_PER_THREAD: u64 = 4;
 /// does not move data faster; the residency bound may allow fewer).
 const PREFERRED_BLOCKS_PER_MULTIPROCESSOR: u64 = 2;
 
-/// The default wait limit: this fraction of the world's timeout, so that a device-side
-/// wait gives up (and names the missing rank) before the host's wait for the stream does.
-const WAIT_LIMIT_OF_TIMEOUT: f64 = 0.9;
-
 /// One rank's communicator: the symmetric signal buffer of the device-side barrier, the
 /// epoch counter, and the launch shape every rank agreed on.
 ///
@@ -146,7 +142,8 @@ impl<'ctx> Ccl<'ctx> {
             iris,
             signals,
             loaded: Cell::new(vec![barrier_unit as *const KernelUnit as usize]),
-            wait_limit: iris.timeout().mul_f64(WAIT_LIMIT_OF_TIMEOUT),
+            // The world's device wait limit (90% of its timeout), as every signal wait's.
+            wait_limit: iris_host::rank::device_wait_limit(iris.timeout()),
             slots: Cell::new(slots),
             min_occupancy: Cell::new(occupancy),
             sharing,

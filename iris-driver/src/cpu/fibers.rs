@@ -61,7 +61,7 @@ impl FiberBarrier {
         }
         let generation = self.generation.get();
         while self.generation.get() == generation {
-            seat.suspend(Wake::Barrier);
+            seat.suspend();
         }
     }
 
@@ -103,19 +103,12 @@ struct BlockState {
     sleep_ns: Cell<u64>,
 }
 
-/// Why a fiber yielded.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Wake {
-    Barrier,
-    Sleep,
-}
-
 /// One GPU thread's place: its block, warp and lane, and its coroutine's yielder.
 struct Seat {
     block: *const BlockState,
     warp: usize,
     lane: usize,
-    yielder: Cell<*const Yielder<(), Wake>>,
+    yielder: Cell<*const Yielder<(), ()>>,
 }
 
 impl Seat {
@@ -124,12 +117,13 @@ impl Seat {
         unsafe { &*self.block }
     }
 
-    /// Gives the OS thread back to the scheduler.
-    fn suspend(&self, why: Wake) {
+    /// Gives the OS thread back to the scheduler (a barrier not yet open, or a sleep: the
+    /// block's state says which).
+    fn suspend(&self) {
         let yielder = self.yielder.get();
         // SAFETY: set by the fiber's body before the kernel runs, and valid while it runs
         // (this is called from the kernel, on the fiber's stack).
-        unsafe { (*yielder).suspend(why) };
+        unsafe { (*yielder).suspend(()) };
     }
 }
 
@@ -231,7 +225,7 @@ pub(crate) unsafe extern "C" fn fiber_sleep(ns: u64) {
             block
                 .sleep_ns
                 .set(if asked == 0 { ns } else { asked.min(ns) });
-            seat.suspend(Wake::Sleep);
+            seat.suspend();
         }
         // SAFETY: a plain sleep.
         None => unsafe { super::clock::sleep_ns(ns) },
@@ -324,7 +318,7 @@ impl FiberRunner {
                 ..*template
             });
         }
-        let mut fibers: Vec<Option<Coroutine<(), Wake, (), DefaultStack>>> = Vec::new();
+        let mut fibers: Vec<Option<Coroutine<(), (), (), DefaultStack>>> = Vec::new();
         for t in 0..threads {
             let stack = match self.stacks.pop() {
                 Some(stack) => stack,
@@ -335,7 +329,7 @@ impl FiberRunner {
             let ctx: *const CpuLaunchContext = &self.contexts[t];
             fibers.push(Some(Coroutine::with_stack(
                 stack,
-                move |yielder: &Yielder<(), Wake>, ()| {
+                move |yielder: &Yielder<(), ()>, ()| {
                     // SAFETY: the seat and the context outlive the fiber (this call).
                     unsafe { (*seat).yielder.set(yielder) };
                     // SAFETY: the caller's promise; the context is this thread's.
