@@ -8,6 +8,8 @@
 #   TARGET        test:NAME     an integration test (PACKAGE/tests/NAME.rs)
 #                 lib           the unit tests of PACKAGE's library
 #                 example:NAME  an example
+#                 bin:NAME      a program (not run by device-run.sh; bin:iris-run of
+#                               iris-host is the launcher the process tests start)
 #                 bench:NAME    a bench (run there with --bench)
 #   -p PACKAGE    the package of the targets that follow (default: the root package, iris)
 #   --release     build with the release profile (the default is dev; benches always use
@@ -53,7 +55,7 @@ while (($#)); do
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
-    test:* | example:* | bench:* | lib) targets+=("$package|$1") ;;
+    test:* | example:* | bench:* | bin:* | lib) targets+=("$package|$1") ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
@@ -104,6 +106,10 @@ for entry in "${targets[@]}"; do
         ;;
     example)
         cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --example "$name")
+        args=""
+        ;;
+    bin)
+        cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --bin "$name")
         args=""
         ;;
     bench)

@@ -73,10 +73,14 @@ say "driver library: $( (ldconfig -p 2>/dev/null | grep -m1 -o '/[^ ]*libcuda\.s
 say "== bundle: $(sed -n 2p "$manifest" | sed 's/^# //')"
 say "== IRIS_BACKEND=$IRIS_BACKEND, timeout ${timeout_s}s per binary"
 
+# A bundled launcher (bin:iris-run of iris-host) is what the process tests start.
+[[ -x $bundle/bin-iris-host-iris-run ]] && export IRIS_RUN_BIN="$bundle/bin-iris-host-iris-run"
+
 rows=()
 failed=0
 while IFS=$'\t' read -r kind name package file args; do
     [[ -z $kind || $kind == \#* ]] && continue
+    [[ $kind == bin ]] && continue
     wanted "$name" "$file" || continue
     read -r -a argv <<<"$args"
     say ""

@@ -66,7 +66,7 @@ repeat "message_passing signalled 10k round trips" 5 120 \
     "$t-message_passing" --exact ten_thousand_signalled_round_trips_lose_and_reorder_nothing --test-threads=1 --nocapture
 repeat "world_abort (panic; spinning kernel)" 5 120 "$t-world_abort" --test-threads=1 --nocapture
 grep -h -E 'panic to|forever-spinning' "$logdir"/signals-world_abort*-1.log 2>/dev/null
-[[ -x $bundle/test-iris-ccl ]] && repeat "ccl (1,2,4,8 ranks)" 1 300 "$bundle/test-iris-ccl" --test-threads=1
+[[ -x $bundle/test-iris-ccl ]] && repeat "ccl whole binary (1,2,4,8 ranks)" "$runs" 300 "$bundle/test-iris-ccl" --test-threads=1
 [[ -x $bundle/test-iris-graphs ]] && repeat "graphs" 1 120 "$bundle/test-iris-graphs" --test-threads=1
 grep -h 'world started' "$logdir"/signals-host_calls*-1.log 2>/dev/null
 

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::backends;
+use common::{backends, world_sizes};
 use iris::ccl::Ccl;
 use iris::{BackendKind, Iris, ProviderKind, World};
 
@@ -33,6 +33,22 @@ mod probe {
     pub fn raise(flag: Symmetric<u64>, value: u64, peer: u32) {
         if thread_idx_x() == 0 {
             signal(flag, value, SignalOp::Set, peer);
+        }
+    }
+
+    /// Adds 1 to every other rank's `flag`, then waits until this rank's reaches
+    /// `world - 1` (every peer's add); writes what it saw.
+    #[kernel]
+    pub fn arrive_and_wait(flag: Symmetric<u64>, me: u32, world: u32, seen: *mut u64) {
+        if thread_idx_x() == 0 {
+            let mut peer = 0;
+            while peer < world {
+                if peer != me {
+                    signal(flag, 1, SignalOp::Add, peer);
+                }
+                peer += 1;
+            }
+            unsafe { *seen = signal_wait_until(flag, Cmp::Ge, (world - 1) as u64) };
         }
     }
 
@@ -280,6 +296,62 @@ fn no_host_call_waits_for_a_peers_kernel() {
         eprintln!("{backend}: {ran} of {} host APIs called while the peer's kernel waited; none waited for it:", list.len());
         for (name, took) in &rows[1] {
             eprintln!("  {name:<45} {took}");
+        }
+    }
+}
+
+/// A rank's first launch may come while a peer's kernel already waits for it, or at the
+/// same moment as every peer's first launch. Each launch signals every peer, then waits
+/// for all of them; five worlds of each size, the ranks' first launches together in the
+/// even ones and rank `r`'s `r * 30` ms after rank 0's in the odd ones, 50 more kernels
+/// queued behind each. (The ranks' first device barrier of a fresh world, right after
+/// `Ccl::new`, gave up in 6 of 8 runs on the H200 before every stream was used once as it
+/// was made, `Device::create_stream`; that is `tests/ccl.rs`'s `device_barrier_many_times`.
+/// This pattern passed on the H200 with and without that use: it guards the user's
+/// first custom kernel, it does not reproduce the barrier's failure.)
+#[test]
+fn a_ranks_first_launch_may_come_while_a_peer_waits() {
+    const QUEUED_BEHIND: usize = 50;
+    for backend in backends() {
+        for world in world_sizes().into_iter().filter(|&w| w > 1) {
+            for round in 0..5u64 {
+                let start = Instant::now();
+                let stagger = if round % 2 == 0 { 0 } else { 30 };
+                let seen = World::threads(world)
+                    .backend(backend)
+                    .heap_bytes(1 << 20)
+                    .timeout(Duration::from_secs(10))
+                    .run(|iris| {
+                        let flag = iris.symmetric_zeros::<u64>(1)?;
+                        let seen = iris.zeros::<u64>(1)?;
+                        let scratch = iris.zeros::<u32>(32)?;
+                        iris.host_barrier()?;
+                        std::thread::sleep(Duration::from_millis(stagger * iris.rank() as u64));
+                        let (me, world) = (iris.rank() as u32, iris.world_size() as u32);
+                        probe::arrive_and_wait::launch(iris, (1, 1), &flag, me, world, &seen)?;
+                        // More work queued behind the waiting kernel, as a collective's
+                        // caller queues.
+                        for _ in 0..QUEUED_BEHIND {
+                            probe::touch::launch(iris, (1, 32), &scratch, 32)?;
+                        }
+                        iris.synchronize()?;
+                        Ok(seen.to_vec()?[0])
+                    })
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "{backend} at {world} ranks, round {round} (stagger {stagger} ms): {e}"
+                        )
+                    });
+                assert_eq!(
+                    seen,
+                    vec![world as u64 - 1; world],
+                    "{backend} at {world} ranks"
+                );
+                eprintln!(
+                    "{backend} at {world} ranks, stagger {stagger} ms: every rank's first launch met the others in {:.1?}",
+                    start.elapsed()
+                );
+            }
         }
     }
 }

@@ -237,7 +237,10 @@ pub trait Device: Send + Sync {
     /// until the set completes.
     unsafe fn memset(&self, stream: &dyn Stream, dst: u64, value: u8, bytes: usize) -> Result<()>;
 
-    /// A new stream: an ordered queue of work on this device.
+    /// A new stream: an ordered queue of work on this device. On GPUs it has been used
+    /// once (a small copy, waited for) before it is returned: the first submission to a
+    /// stream does not start while another stream's kernel runs, so make streams before
+    /// kernels that wait for other ranks are running.
     fn create_stream(&self) -> Result<Box<dyn Stream>>;
 
     /// A new event, for ordering and timing (see [`Stream::record`]).

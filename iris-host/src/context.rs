@@ -77,6 +77,11 @@ impl Iris {
         let core = Arc::new(RankCore::new(setup.place)?);
         let heap = HeapProvider::new(Arc::clone(&core), setup.heaps)?;
         let id = core.id();
+        // No rank runs its first kernel before every rank's stream exists and was used
+        // once: a stream's first submission does not start while another stream's kernel
+        // runs (`Device::create_stream`), so a rank still making its stream would wait for
+        // a peer's kernel that waits for it.
+        core.host_barrier("context creation")?;
         tracing::debug!(
             rank,
             id,

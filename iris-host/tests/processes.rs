@@ -417,13 +417,19 @@ fn unique_job(name: &str) -> String {
     )
 }
 
+/// The `iris-run` launcher: the one cargo built, or `IRIS_RUN_BIN` where this binary runs
+/// away from its build (scripts/device-run.sh sets it from the bundle).
+fn launcher() -> std::ffi::OsString {
+    std::env::var_os("IRIS_RUN_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_iris-run").into())
+}
+
 /// A command running `role` in this test binary: directly, or as `n` ranks through
 /// `iris-run` when `ranks` is `Some(n)`.
 fn child_command(ranks: Option<usize>, role: &str, timeout_s: f64) -> Command {
     let exe = std::env::current_exe().expect("current_exe");
     let mut command = match ranks {
         Some(n) => {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_iris-run"));
+            let mut c = Command::new(launcher());
             c.args(["-n", &n.to_string(), "--"]).arg(&exe);
             c
         }
@@ -713,7 +719,7 @@ fn iris_run_stops_the_job_when_a_rank_crashes() {
         "{ended:#?}"
     );
 
-    let ok = Command::new(env!("CARGO_BIN_EXE_iris-run"))
+    let ok = Command::new(launcher())
         .args([
             "-n",
             "2",
@@ -728,9 +734,7 @@ fn iris_run_stops_the_job_when_a_rank_crashes() {
     let text = String::from_utf8_lossy(&ok.stdout);
     assert!(text.contains("[rank 0] hello from 0 of 2"), "{text}");
     assert!(text.contains("[rank 1] hello from 1 of 2"), "{text}");
-    let usage = Command::new(env!("CARGO_BIN_EXE_iris-run"))
-        .output()
-        .expect("iris-run");
+    let usage = Command::new(launcher()).output().expect("iris-run");
     assert_eq!(usage.status.code(), Some(2));
 }
 

@@ -18,6 +18,9 @@ use crate::{
     TileShape,
 };
 
+/// Bytes of the scratch word a new stream's first submission writes.
+const SCRATCH_BYTES: usize = 8;
+
 /// One GPU: its context (made current on the calling thread before every call), its
 /// description, the vendor's state, and what allocates without waiting for kernels.
 ///
@@ -42,6 +45,9 @@ struct Staging<A: GpuApi> {
     stream: GpuStream<A>,
     /// One user of the staging stream at a time (its waits cover only its own work).
     turn: Mutex<()>,
+    /// A word of the pool that a new stream's first copy writes (see
+    /// [`GpuDevice::first_submission`]).
+    scratch: u64,
 }
 
 impl<A: GpuApi> GpuDevice<A> {
@@ -67,13 +73,44 @@ impl<A: GpuApi> GpuDevice<A> {
         // SAFETY: the device is current.
         let pool = unsafe { A::pool_create(self.info.ordinal) }?;
         let stream = GpuStream::<A>::new(self.ctx.clone())?;
+        // SAFETY: the pool and stream of this device, which is current.
+        let scratch =
+            unsafe { A::pool_alloc(pool, SCRATCH_BYTES, stream.raw()) }.map_err(|reason| {
+                Error::Driver {
+                    backend: A::KIND,
+                    call: "pool allocation",
+                    message: reason,
+                }
+            })?;
+        // The staging stream's first submission, with it its first wait.
+        Self::first_submission(&stream, scratch)?;
         let staging = Arc::new(Staging {
             pool,
             stream,
             turn: Mutex::new(()),
+            scratch,
         });
         *slot = Some(Arc::clone(&staging));
         Ok(staging)
+    }
+
+    /// Makes `stream`'s first submission (a copy of 8 bytes to `scratch`) and waits for it.
+    ///
+    /// Measured on CUDA 13 (H200): the first submission to a new stream, made while a
+    /// kernel of another stream of the context runs, does not start until that kernel
+    /// ends. A rank whose first launch comes while a peer's kernel waits for that launch
+    /// then deadlocks until the wait gives up (`tests/ccl.rs`'s barriers failed 6 of 8 runs
+    /// this way; with every rank's stream used once when it was made, 8 of 8 passed). So
+    /// every stream iris makes is used once as it is made, before the world it serves
+    /// starts running kernels.
+    fn first_submission(stream: &GpuStream<A>, scratch: u64) -> Result<()> {
+        let zeros = [0u8; SCRATCH_BYTES];
+        A::make_current(stream.context())?;
+        // SAFETY: `scratch` is a live pool allocation of `SCRATCH_BYTES` bytes that only
+        // these copies write (same bytes) and nothing reads; the wait below keeps `zeros`
+        // borrowed until the copy is done.
+        unsafe { A::memcpy_htod_async(scratch, zeros.as_ptr(), zeros.len(), stream.raw()) }?;
+        stream.wait(COPY_TIMEOUT)
     }
 
     /// `bytes` from the pool, ready for any stream.
@@ -311,7 +348,10 @@ impl<A: GpuApi> Device for GpuDevice<A> {
     }
 
     fn create_stream(&self) -> Result<Box<dyn Stream>> {
-        Ok(Box::new(GpuStream::<A>::new(self.ctx.clone())?))
+        let stream = GpuStream::<A>::new(self.ctx.clone())?;
+        let staging = self.staging()?;
+        Self::first_submission(&stream, staging.scratch)?;
+        Ok(Box::new(stream))
     }
 
     unsafe fn wrap_stream(&self, raw: *mut std::ffi::c_void) -> Result<Box<dyn Stream>> {
