@@ -11,6 +11,7 @@ mod block;
 mod body;
 mod builder;
 mod calls;
+mod divergence;
 mod element;
 mod expr;
 pub mod generics;
@@ -294,6 +295,13 @@ pub fn build_unit_with_consts(
         return Err(vec![e]);
     }
     inherit_callee_needs(&mut functions);
+    let mut split = divergence::check(&functions);
+    if !split.is_empty() {
+        // Instances of one generic function report the same place once.
+        let mut seen = std::collections::HashSet::new();
+        split.retain(|e| seen.insert(format!("{:?}{}", e.span, e.message)));
+        return Err(split);
+    }
     set_max_threads(&mut functions, items);
     Ok(Unit {
         name: unit_name.to_string(),

@@ -350,3 +350,105 @@ fn a_kernel_inherits_the_barrier_and_warp_needs_of_its_device_functions() {
     }
     assert!(!f("plain").uses_warp && !f("plain").uses_block_barrier);
 }
+
+/// What the warp or the block agrees on, accepted: a branch on the warp's index (also a
+/// global thread index divided by the warp size, or into 128-thread groups), a broadcast
+/// from lane 0, a kernel's early return, loops with bounds the block agrees on, a lane's
+/// value chosen under a branch and reduced outside it, a barrier in a loop over a value
+/// loaded from one address.
+#[test]
+fn warp_operations_where_the_warp_agrees_build() {
+    for src in [
+        r#"fn k(p: *mut f32, n: u32) {
+            if warp_id() == 0 { let v = warp_reduce_add(1.0f32); unsafe { *p = v }; }
+        }"#,
+        r#"fn k(p: *mut f32, n: u32) {
+            let warp = (block_idx_x() * block_dim_x() + thread_idx_x()) / warp_size();
+            if warp < n { let v = warp_reduce_add(1.0f32); unsafe { *p = v }; }
+        }"#,
+        r#"fn k(p: *mut f32, n: u32) {
+            let group = thread_idx_x() / 128;
+            if group == 1 { warp_sync(); }
+            if thread_idx_x() >> 6 == 0 { warp_sync(); }
+        }"#,
+        r#"fn k(p: *mut u32, n: u32) {
+            let mut claim = 0u32;
+            if lane_id() == 0 { claim = unsafe { *p }; }
+            claim = shfl(claim, 0);
+            if claim == 1 { warp_sync(); }
+        }"#,
+        r#"fn k(p: *mut f32, n: u32) {
+            if thread_idx_x() >= n { return; }
+            let v = warp_reduce_add(1.0f32);
+            unsafe { *p = v };
+        }"#,
+        r#"fn k(p: *mut f32, n: u32) {
+            let t = thread_idx_x();
+            let v = if t < n { unsafe { *p.add(t as usize) } } else { 0.0 };
+            let mut s = warp_reduce_add(v);
+            for _ in 0..n { s = shfl_xor(s, 1); }
+            let mut step = n;
+            while step > 0 { sync_threads(); step /= 2; }
+            unsafe { *p = s };
+        }"#,
+        r#"fn k(flag: *mut u32, n: u32) {
+            let mut done = 0u32;
+            while done == 0 { sync_threads(); done = unsafe { *flag }; }
+        }"#,
+    ] {
+        if let Err(e) = build(src) {
+            panic!("rejected:\n{src}\n{e}");
+        }
+    }
+}
+
+/// What a warp or a block may split on, refused with the operation named.
+#[test]
+fn warp_operations_in_a_split_warp_are_errors() {
+    for (src, names) in [
+        (
+            r#"fn k(p: *mut f32) {
+                if lane_id() < 16 { let v = warp_reduce_add(1.0f32); unsafe { *p = v }; }
+            }"#,
+            "a warp reduction",
+        ),
+        (
+            r#"fn k(p: *mut f32, n: u32) {
+                let t = thread_idx_x();
+                let mut i = t;
+                while i < n { let v = shfl_xor(1.0f32, 1); unsafe { *p = v }; i += 32; }
+            }"#,
+            "a warp shuffle",
+        ),
+        (
+            r#"fn k(p: *mut f32) {
+                if thread_idx_x() == 0 { sync_threads(); }
+            }"#,
+            "`sync_threads`",
+        ),
+        (
+            r#"fn k(p: *mut f32) {
+                if warp_id() == 0 { sync_threads(); }
+            }"#,
+            "`sync_threads`",
+        ),
+        (
+            r#"fn k(p: *mut f32) {
+                if thread_idx_x() / 32 == 0 { warp_sync(); }
+            }"#,
+            "`warp_sync`",
+        ),
+        (
+            r#"fn k(p: *mut u32, n: u32) {
+                for i in 0..n {
+                    if unsafe { *p.add(thread_idx_x() as usize) } == i { break; }
+                    warp_sync();
+                }
+            }"#,
+            "`warp_sync`",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.contains(names) && e.contains("branch"), "{src}\n{e}");
+    }
+}
