@@ -200,3 +200,97 @@ fn module_constants_name_values_and_shared_array_lengths() {
         assert_eq!(got[0], want, "{backend}");
     }
 }
+
+/// Tuples and structs: a device function returning a tuple, taken apart by `let`; structs of
+/// the module built, passed, returned, read (nested too) and assigned field by field.
+#[iris::kernels]
+mod aggregates {
+    use iris::prelude::*;
+
+    /// The smallest, largest and sum of the values folded in.
+    #[derive(Clone, Copy)]
+    pub struct Stats {
+        pub lo: u32,
+        pub hi: u32,
+        pub sum: u64,
+    }
+
+    /// Stats and a scale.
+    #[derive(Clone, Copy)]
+    pub struct Scaled {
+        pub stats: Stats,
+        pub scale: f32,
+    }
+
+    /// `(min, max)`.
+    pub fn min_max(a: u32, b: u32) -> (u32, u32) {
+        if a < b {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    }
+
+    /// `s` with `v` folded in.
+    pub fn fold(mut s: Stats, v: u32) -> Stats {
+        let (lo, _) = min_max(s.lo, v);
+        s.lo = lo;
+        s.hi = min_max(s.hi, v).1;
+        s.sum += v as u64;
+        s
+    }
+
+    /// A number from the stats of `a`, `b` and `a ^ b`.
+    pub fn summary(a: u32, b: u32) -> u32 {
+        let mut st = Stats {
+            hi: 0,
+            lo: u32::MAX,
+            sum: 0,
+        };
+        st = fold(st, a);
+        st = fold(st, b);
+        st = fold(st, a ^ b);
+        let p = Scaled {
+            stats: st,
+            scale: 0.5,
+        };
+        let t = (p.stats.lo, p.stats.hi, p.stats.sum);
+        (t.0 ^ t.1.wrapping_mul(3)) ^ (t.2 as u32) ^ ((p.scale * 8.0) as u32)
+    }
+
+    #[kernel]
+    pub fn apply(a: *const u32, b: *const u32, out: *mut u32, n: u64) {
+        let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+        if i < n {
+            let (x, y) = unsafe { (*a.add(i as usize), *b.add(i as usize)) };
+            unsafe { *out.add(i as usize) = summary(x, y) };
+        }
+    }
+}
+
+#[test]
+fn tuples_and_structs_compute_what_host_rust_computes() {
+    let n = 1000usize;
+    let (a, b) = (random_u32(n), random_u32(n));
+    let want: Vec<u32> = (0..n).map(|i| aggregates::summary(a[i], b[i])).collect();
+    for backend in backends() {
+        let got = World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
+                let out = iris.zeros::<u32>(n)?;
+                aggregates::apply::launch(
+                    iris,
+                    ((n as u32).div_ceil(64), 64),
+                    &da,
+                    &db,
+                    &out,
+                    n as u64,
+                )?;
+                out.to_vec()
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        assert_eq!(got[0], want, "{backend}");
+    }
+}

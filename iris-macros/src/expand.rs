@@ -75,10 +75,11 @@ fn compile(
     name: &str,
     items: &[SourceFn],
     consts: &[syn::ItemConst],
+    structs: &[syn::ItemStruct],
     settings: &Settings,
     peer_checks: bool,
 ) -> Result<CompiledUnit, Vec<CompileError>> {
-    let mut ir = compiler::frontend::build_unit_with_consts(name, items, consts)?;
+    let mut ir = compiler::frontend::build_unit_in_module(name, items, consts, structs)?;
     ir.peer_checks = peer_checks || settings.peer_checks;
     compiler::compile_ir(ir, &settings.targets, settings.dump.clone()).map_err(|e| vec![e])
 }
@@ -168,6 +169,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         &name.to_string(),
         &sources,
         &[],
+        &[],
         &settings,
         options.peer_checks,
     );
@@ -215,6 +217,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut kept = Vec::new();
     let mut functions = Vec::new();
     let mut consts = Vec::new();
+    let mut structs = Vec::new();
     let mut errors = Vec::new();
     for item in items {
         match item {
@@ -240,9 +243,16 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
                 consts.push(c.clone());
                 kept.push(item.to_token_stream());
             }
+            syn::Item::Struct(st) => {
+                structs.push(st.clone());
+                // The host sees the struct as the device lays it out.
+                let repr_c = st.attrs.iter().any(|a| a.path().is_ident("repr"));
+                let repr = (!repr_c).then(|| quote!(#[repr(C)]));
+                kept.push(quote!(#repr #st));
+            }
             other => errors.push(CompileError::new(
                 other.span(),
-                "a #[iris::kernels] module holds functions (kernels marked #[kernel], and device functions), `const` items and `use` items only",
+                "a #[iris::kernels] module holds functions (kernels marked #[kernel], and device functions), `const`, `struct` and `use` items only",
             )),
         }
     }
@@ -270,6 +280,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
                 &mod_name.to_string(),
                 &functions,
                 &consts,
+                &structs,
                 &settings,
                 options.peer_checks,
             ) {

@@ -81,7 +81,7 @@ impl FnBuilder<'_> {
             ));
         };
         let usage =
-            "a tuple `let` binds names to a tuple of the same length: `let (a, b) = (x, y);`";
+            "a tuple `let` binds names to a tuple of the same length: `let (a, b) = (x, y);` or `let (a, b) = f(x);`";
         let Some(syn::LocalInit {
             expr,
             diverge: None,
@@ -90,17 +90,53 @@ impl FnBuilder<'_> {
         else {
             return Err(CompileError::new(local.span(), usage));
         };
-        let syn::Expr::Tuple(values) = strip_parens(expr) else {
-            return Err(CompileError::new(expr.span(), usage));
-        };
-        if values.elems.len() != pats.elems.len() {
-            return Err(CompileError::new(local.span(), usage));
-        }
-        let mut inits = Vec::new();
-        for v in &values.elems {
-            inits.push(self.expr_tree(v)?);
-        }
         let mut stmts = Vec::new();
+        let mut inits = Vec::new();
+        if let syn::Expr::Tuple(values) = strip_parens(expr) {
+            if values.elems.len() != pats.elems.len() {
+                return Err(CompileError::new(local.span(), usage));
+            }
+            for v in &values.elems {
+                inits.push(self.expr_tree(v)?);
+            }
+        } else {
+            // A tuple value (`let (a, b) = f(x);`): held once, then taken apart.
+            let whole = self.expr_tree(expr)?;
+            let ty = self.infer.known(&whole.ty);
+            let fields = match &ty {
+                Type::Struct(st) if st.name.is_none() && st.fields.len() == pats.elems.len() => {
+                    st.fields.clone()
+                }
+                _ => {
+                    return Err(CompileError::new(
+                        expr.span(),
+                        format!("{usage}; this is `{}`", self.infer.describe(&ty)),
+                    ))
+                }
+            };
+            let span = expr.span();
+            let id = self.declare(Local {
+                name: "(tuple)".to_string(),
+                ty: ty.clone(),
+                mutable: false,
+                span,
+            });
+            stmts.push(Stmt::Let {
+                local: id,
+                init: Some(whole),
+            });
+            for (index, (_, fty)) in fields.into_iter().enumerate() {
+                let base = self.expr(ExprKind::Local(id), ty.clone(), span);
+                inits.push(self.expr(
+                    ExprKind::Field {
+                        base: Box::new(base),
+                        index,
+                    },
+                    fty,
+                    span,
+                ));
+            }
+        }
         for (pat, init) in pats.elems.iter().zip(inits) {
             let (name, mutable, span) = match pat {
                 syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => (

@@ -252,6 +252,11 @@ impl Pass<'_> {
                         }
                         self.assign(*local, l, None);
                     }
+                    Place::Field { local, .. } => {
+                        // One field changes: the value holds the others too.
+                        let l = lv.max(self.locals[*local]);
+                        self.assign(*local, l, None);
+                    }
                     Place::Deref(p) => {
                         self.expr(p, control);
                     }
@@ -355,7 +360,8 @@ impl Pass<'_> {
                 }
             }
             ExprKind::ArrayRepeat { value, .. } => self.expr(value, control),
-            ExprKind::ArrayList(list) => {
+            ExprKind::Field { base, .. } => self.expr(base, control),
+            ExprKind::ArrayList(list) | ExprKind::Aggregate(list) => {
                 let mut level = Level::Block;
                 for x in list {
                     level = level.max(self.expr(x, control));

@@ -80,10 +80,7 @@ impl FnBuilder<'_> {
             syn::Expr::Index(i) => self.index_expr(i),
             syn::Expr::Array(a) => self.array_list(a),
             syn::Expr::Repeat(r) => self.array_repeat(r),
-            syn::Expr::Field(f) => Err(CompileError::new(
-                f.span(),
-                "field access is not supported in kernels: there are no structs; for vector lanes use `v.get(0)`",
-            )),
+            syn::Expr::Field(f) => self.field_expr(f),
             syn::Expr::Reference(r) => Err(CompileError::new(
                 r.span(),
                 "references are not supported in kernels: use raw pointers",
@@ -96,8 +93,8 @@ impl FnBuilder<'_> {
                 m.span(),
                 "`match` is not supported in kernels: use `if`/`else if`",
             )),
-            syn::Expr::Struct(s) => Err(CompileError::new(s.span(), "struct values are not supported in kernels")),
-            syn::Expr::Tuple(t) => Err(CompileError::new(t.span(), "tuples are not supported in kernels")),
+            syn::Expr::Struct(s) => self.struct_expr(s),
+            syn::Expr::Tuple(t) => self.tuple_expr(t),
             syn::Expr::Range(r) => Err(CompileError::new(r.span(), "ranges are supported only in `for` loops")),
             syn::Expr::Async(a) => Err(CompileError::new(a.span(), "`async` is not supported in kernels")),
             syn::Expr::Await(a) => Err(CompileError::new(a.span(), "`.await` is not supported in kernels")),
@@ -547,9 +544,10 @@ impl FnBuilder<'_> {
                 }
             }
             syn::Expr::Index(i) => self.index_place(i),
+            syn::Expr::Field(f) => self.field_place(f),
             other => Err(CompileError::new(
                 other.span(),
-                "kernels can assign to local variables (`x = ..`), their array elements (`a[i] = ..`) and through pointers (`*p = ..`) only",
+                "kernels can assign to local variables (`x = ..`), their array elements (`a[i] = ..`), their fields (`s.x = ..`) and through pointers (`*p = ..`) only",
             )),
         }
     }

@@ -2,7 +2,7 @@
 //! when `n` is one, as rustc does. Literals start as variables, unification binds them,
 //! and unbound ones default to `i32` and `f64`.
 
-use super::super::kernel_ir::{Scalar, Type};
+use super::super::kernel_ir::{Scalar, StructType, Type};
 use super::super::CompileError;
 use proc_macro2::Span;
 
@@ -77,6 +77,17 @@ impl InferTable {
                 elem: Box::new(self.resolve(&elem)),
                 len,
             },
+            Type::Struct(st) => Type::Struct(StructType {
+                name: st.name,
+                fields: st
+                    .fields
+                    .into_iter()
+                    .map(|(n, t)| {
+                        let t = self.resolve(&t);
+                        (n, t)
+                    })
+                    .collect(),
+            }),
             other => other,
         }
     }
@@ -93,6 +104,17 @@ impl InferTable {
                 elem: Box::new(self.known(&elem)),
                 len,
             },
+            Type::Struct(st) => Type::Struct(StructType {
+                name: st.name,
+                fields: st
+                    .fields
+                    .into_iter()
+                    .map(|(n, t)| {
+                        let t = self.known(&t);
+                        (n, t)
+                    })
+                    .collect(),
+            }),
             other => other,
         }
     }
@@ -137,6 +159,18 @@ impl InferTable {
                     pointee: Box::new(t),
                     mutable: *m,
                 })
+            }
+            (Type::Struct(x), Type::Struct(y))
+                if x.name == y.name && x.fields.len() == y.fields.len() =>
+            {
+                let mut fields = Vec::with_capacity(x.fields.len());
+                for ((name, p), (_, q)) in x.fields.iter().zip(&y.fields) {
+                    fields.push((name.clone(), self.unify(p, q, span)?));
+                }
+                Ok(Type::Struct(StructType {
+                    name: x.name.clone(),
+                    fields,
+                }))
             }
             (Type::Array { elem: p, len: m }, Type::Array { elem: q, len: n }) if m == n => {
                 let t = self.unify(p, q, span)?;

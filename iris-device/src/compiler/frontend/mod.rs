@@ -24,6 +24,7 @@ mod operands;
 mod registry;
 mod resolve;
 mod signals;
+mod structs;
 mod time;
 mod types;
 mod warp;
@@ -170,6 +171,25 @@ pub fn build_unit_from(unit_name: &str, items: &[SourceFn]) -> Result<Unit, Vec<
 /// [`build_unit_from`] with the `const` items of the unit's module, which its functions
 /// may name (`const N: u32 = 32;`: each use is the constant's expression at its type).
 pub fn build_unit_with_consts(
+    unit_name: &str,
+    items: &[SourceFn],
+    consts: &[syn::ItemConst],
+) -> Result<Unit, Vec<CompileError>> {
+    build_unit_in_module(unit_name, items, consts, &[])
+}
+
+/// [`build_unit_with_consts`] with the struct items of the unit's module too, which its
+/// functions may use as values (`#[derive(Clone, Copy)] struct S { x: f32 }`).
+pub fn build_unit_in_module(
+    unit_name: &str,
+    items: &[SourceFn],
+    consts: &[syn::ItemConst],
+    structs: &[syn::ItemStruct],
+) -> Result<Unit, Vec<CompileError>> {
+    structs::with_structs(structs, || build_unit_checked(unit_name, items, consts))
+}
+
+fn build_unit_checked(
     unit_name: &str,
     items: &[SourceFn],
     consts: &[syn::ItemConst],
@@ -543,6 +563,12 @@ pub(crate) fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature
                     ));
                 };
                 let ty = parse_type(&pt.ty)?;
+                if is_kernel && matches!(ty, Type::Struct(_)) {
+                    return Err(CompileError::new(
+                        pt.ty.span(),
+                        format!("kernels do not take `{ty}` by value yet: pass its fields as parameters, or a pointer to it in device memory; tuples and structs are for device functions and locals"),
+                    ));
+                }
                 if is_kernel && matches!(ty, Type::Array { .. }) {
                     return Err(CompileError::new(
                         pt.ty.span(),

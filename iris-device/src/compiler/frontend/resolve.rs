@@ -49,7 +49,7 @@ fn resolve_expr(e: &mut Expr, infer: &InferTable) {
                 Place::Index { indices, .. } => {
                     indices.iter_mut().for_each(|i| resolve_expr(i, infer))
                 }
-                Place::Local(_) => {}
+                Place::Local(_) | Place::Field { .. } => {}
             }
             resolve_expr(value, infer);
         }
@@ -76,7 +76,10 @@ fn resolve_expr(e: &mut Expr, infer: &InferTable) {
             resolve_expr(end, infer);
             resolve_block(body, infer);
         }
-        ExprKind::Call { args: list, .. } | ExprKind::ArrayList(list) => {
+        ExprKind::Field { base, .. } => resolve_expr(base, infer),
+        ExprKind::Call { args: list, .. }
+        | ExprKind::ArrayList(list)
+        | ExprKind::Aggregate(list) => {
             for a in list {
                 resolve_expr(a, infer);
             }

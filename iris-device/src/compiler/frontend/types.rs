@@ -11,6 +11,20 @@ pub fn parse_type(ty: &syn::Type) -> Result<Type, CompileError> {
         syn::Type::Paren(p) => parse_type(&p.elem),
         syn::Type::Group(g) => parse_type(&g.elem),
         syn::Type::Tuple(t) if t.elems.is_empty() => Ok(Type::Unit),
+        syn::Type::Tuple(t) => {
+            let mut elems = Vec::new();
+            for e in &t.elems {
+                let ty = parse_type(e)?;
+                if !super::structs::is_value_type(&ty) {
+                    return Err(CompileError::new(
+                        e.span(),
+                        format!("a tuple holds values (numbers, vectors, pointers, arrays, structs), not `{ty}`"),
+                    ));
+                }
+                elems.push(ty);
+            }
+            Ok(Type::Struct(super::super::kernel_ir::StructType::tuple(elems)))
+        }
         syn::Type::Ptr(p) => {
             let pointee = parse_type(&p.elem)?;
             if !is_memory_type(&pointee) {
@@ -53,6 +67,11 @@ fn parse_path_type(tp: &syn::TypePath) -> Result<Type, CompileError> {
         return Err(CompileError::new(tp.span(), "empty type path"));
     };
     let name = last.ident.to_string();
+    if tp.path.segments.len() == 1 && last.arguments.is_empty() {
+        if let Some(ty) = super::structs::lookup(&name) {
+            return Ok(ty);
+        }
+    }
     if name == "Symmetric" {
         let arg = single_type_argument(&last.arguments).ok_or_else(|| {
             CompileError::new(

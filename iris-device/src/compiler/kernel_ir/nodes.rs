@@ -128,7 +128,7 @@ impl Expr {
                 match &**place {
                     Place::Deref(p) => p.walk(f),
                     Place::Index { indices, .. } => indices.iter().for_each(|i| i.walk(f)),
-                    Place::Local(_) => {}
+                    Place::Local(_) | Place::Field { .. } => {}
                 }
             }
             ExprKind::If {
@@ -154,9 +154,10 @@ impl Expr {
                 end.walk(f);
                 body.walk(f);
             }
-            ExprKind::Call { args: list, .. } | ExprKind::ArrayList(list) => {
-                list.iter().for_each(|a| a.walk(f))
-            }
+            ExprKind::Call { args: list, .. }
+            | ExprKind::ArrayList(list)
+            | ExprKind::Aggregate(list) => list.iter().for_each(|a| a.walk(f)),
+            ExprKind::Field { base, .. } => base.walk(f),
             ExprKind::Index { indices, .. } => indices.iter().for_each(|i| i.walk(f)),
             ExprKind::Intrinsic(op) => op.operands().into_iter().for_each(|a| a.walk(f)),
         }
@@ -380,6 +381,16 @@ pub enum ExprKind {
     },
     /// `[a, b, c]`: an array of its elements.
     ArrayList(Vec<Expr>),
+    /// `(a, b)` or `S { x: a, y: b }`: a tuple or struct (`self.ty`) of its fields' values,
+    /// in declaration order.
+    Aggregate(Vec<Expr>),
+    /// `t.0` or `s.x`: field `index` of a tuple or struct value.
+    Field {
+        /// The tuple or struct.
+        base: Box<Expr>,
+        /// The field's position.
+        index: usize,
+    },
     /// `a[i]` or `a[i][j]`: an element of a local array (of arrays). Every index is known
     /// at compile time once loops are unrolled, and in bounds (the frontend checks both).
     Index {
@@ -391,6 +402,8 @@ pub enum ExprKind {
 }
 
 /// Where an assignment writes.
+// One per assignment, boxed there: the small variants' waste is not worth an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Place {
     /// A local variable.
@@ -403,6 +416,13 @@ pub enum Place {
         local: LocalId,
         /// One index per dimension, outermost first, each a `u64`.
         indices: Vec<Expr>,
+    },
+    /// `s.x` (or `t.0`) of a local tuple or struct.
+    Field {
+        /// The tuple or struct.
+        local: LocalId,
+        /// The field's position.
+        index: usize,
     },
 }
 

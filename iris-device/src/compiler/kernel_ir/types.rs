@@ -173,6 +173,34 @@ impl fmt::Display for Fragment {
     }
 }
 
+/// A tuple type, or a struct declared in the unit's module.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StructType {
+    /// The struct's name; `None` for a tuple.
+    pub name: Option<String>,
+    /// The fields in declaration order (a tuple's are named `0`, `1`, ..).
+    pub fields: Vec<(String, Type)>,
+}
+
+impl StructType {
+    /// The tuple of `types`.
+    pub fn tuple(types: Vec<Type>) -> Self {
+        StructType {
+            name: None,
+            fields: types
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (i.to_string(), t))
+                .collect(),
+        }
+    }
+
+    /// The position of the field `name`.
+    pub fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
+    }
+}
+
 /// A type of the kernel language.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
@@ -203,6 +231,9 @@ pub enum Type {
     },
     /// A matrix fragment (registers only).
     Fragment(Fragment),
+    /// A tuple `(A, B, ..)` or a struct of the unit's module: values held field by field
+    /// (registers, like arrays).
+    Struct(StructType),
     /// An integer literal whose type is not yet known (inference variable).
     IntVar(u32),
     /// A float literal whose type is not yet known (inference variable).
@@ -235,6 +266,16 @@ impl Type {
             Type::Array { elem, len } => {
                 u32::try_from(u64::from(elem.size()?).checked_mul(*len)?).ok()
             }
+            // C's layout (`#[repr(C)]`): each field at its alignment, the whole padded to
+            // the largest.
+            Type::Struct(st) => {
+                let mut at = 0u32;
+                for (_, t) in &st.fields {
+                    let align = t.align()?;
+                    at = at.checked_next_multiple_of(align)?.checked_add(t.size()?)?;
+                }
+                at.checked_next_multiple_of(self.align()?)
+            }
             _ => None,
         }
     }
@@ -246,6 +287,11 @@ impl Type {
             Type::Symmetric(_) => Some(8),
             // Registers only; a local fragment's stack slot is promoted to registers.
             Type::Fragment(_) => Some(4),
+            Type::Struct(st) => st
+                .fields
+                .iter()
+                .map(|(_, t)| t.align())
+                .try_fold(1, |a, t| t.map(|t| a.max(t))),
             // An array of 2, 4, 8 or 16 bytes moves through memory as one vector access,
             // so it is aligned to its size; a larger one to its element's alignment.
             Type::Array { .. } => match self.size() {
@@ -272,6 +318,17 @@ impl fmt::Display for Type {
             Type::Symmetric(t) => write!(f, "Symmetric<{t}>"),
             Type::Array { elem, len } => write!(f, "[{elem}; {len}]"),
             Type::Fragment(frag) => write!(f, "{frag}"),
+            Type::Struct(st) => match &st.name {
+                Some(name) => write!(f, "{name}"),
+                None => {
+                    let parts: Vec<String> = st.fields.iter().map(|(_, t)| t.to_string()).collect();
+                    if parts.len() == 1 {
+                        write!(f, "({},)", parts[0])
+                    } else {
+                        write!(f, "({})", parts.join(", "))
+                    }
+                }
+            },
             Type::IntVar(_) => write!(f, "{{integer}}"),
             Type::FloatVar(_) => write!(f, "{{float}}"),
             Type::Never => write!(f, "!"),

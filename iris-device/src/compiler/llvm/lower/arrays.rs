@@ -29,6 +29,18 @@ impl FnBuilder<'_> {
         self.array_value(ty, &elem_ty, &elems)
     }
 
+    /// `(a, b)` or `S { .. }` as an aggregate value, its fields in declaration order.
+    pub fn aggregate(&mut self, ty: &Type, fields: &[Expr]) -> Result<String, String> {
+        let t = self.reg_ty(ty)?;
+        let mut acc = "poison".to_string();
+        for (i, f) in fields.iter().enumerate() {
+            let v = self.expr(f)?;
+            let ft = self.reg_ty(&f.ty)?;
+            acc = self.def(&format!("insertvalue {t} {acc}, {ft} {v}, {i}"));
+        }
+        Ok(acc)
+    }
+
     fn array_value(&mut self, ty: &Type, elem: &Type, elems: &[String]) -> Result<String, String> {
         let t = self.reg_ty(ty)?;
         let et = self.reg_ty(elem)?;

@@ -2,7 +2,9 @@
 //! LLVM), blocks, assignments, calls to the unit's device functions, and the dispatch of
 //! expressions to the parts that lower them.
 
-use super::super::super::kernel_ir::{Block, Expr, ExprKind, FunctionId, LocalId, Stmt, Type};
+use super::super::super::kernel_ir::{
+    Block, Expr, ExprKind, Function, FunctionId, LocalId, Stmt, Type,
+};
 use super::builder::{no_value, FnBuilder};
 use super::module::{ModuleCtx, ATTR_BODY, ATTR_FUNCTION};
 use super::types;
@@ -164,6 +166,26 @@ impl FnBuilder<'_> {
                 };
                 self.store(&p, "ptr", &ty, &v)?;
             }
+            Place::Field { local, index } => {
+                let ty = field_type(self.func, *local, *index)?;
+                let slot = self
+                    .slot(*local)?
+                    .ok_or_else(|| format!("local #{local} has no slot"))?;
+                let p = self.arch().private_ptr();
+                let ptr = self.def(&format!(
+                    "getelementptr inbounds {}, {p} {}, i32 0, i32 {index}",
+                    slot.ty, slot.ptr
+                ));
+                let ft = self.reg_ty(&ty)?;
+                let v = match op {
+                    Some(op) => {
+                        let cur = self.def(&format!("load {ft}, {p} {ptr}"));
+                        self.binary_values(op, &cur, &ty, &v, &value.ty, &ty)?
+                    }
+                    None => v,
+                };
+                self.inst(&format!("store {ft} {v}, {p} {ptr}"));
+            }
             Place::Index { local, indices } => {
                 let ptr = self.element_ptr(*local, indices)?;
                 let ty = value_place_type(self.func, *local, indices.len())?;
@@ -226,6 +248,12 @@ impl FnBuilder<'_> {
             ExprKind::Intrinsic(op) => self.intrinsic(e, op),
             ExprKind::ArrayRepeat { value, len } => self.array_repeat(&e.ty, value, *len),
             ExprKind::ArrayList(list) => self.array_list(&e.ty, list),
+            ExprKind::Aggregate(fields) => self.aggregate(&e.ty, fields),
+            ExprKind::Field { base, index } => {
+                let v = self.expr(base)?;
+                let t = self.reg_ty(&base.ty)?;
+                Ok(self.def(&format!("extractvalue {t} {v}, {index}")))
+            }
             ExprKind::Index { array, indices } => self.index_read(&e.ty, *array, indices),
         }
     }
@@ -279,5 +307,17 @@ pub(super) fn sym_elem(ty: &Type) -> Result<Type, String> {
     match ty {
         Type::Symmetric(t) => Ok((**t).clone()),
         other => Err(format!("expected a `Symmetric<T>`, found `{other}`")),
+    }
+}
+
+/// The type of field `index` of local `local` (a tuple or struct).
+fn field_type(func: &Function, local: LocalId, index: usize) -> Result<Type, String> {
+    match func.locals.get(local).map(|l| &l.ty) {
+        Some(Type::Struct(st)) => st
+            .fields
+            .get(index)
+            .map(|(_, t)| t.clone())
+            .ok_or_else(|| format!("field {index} of local #{local} does not exist")),
+        _ => Err(format!("local #{local} is not a tuple or struct")),
     }
 }

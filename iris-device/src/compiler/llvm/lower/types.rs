@@ -69,6 +69,14 @@ pub(super) fn reg_ty(ty: &Type, arch: Arch) -> Result<String, String> {
         Type::Ptr { .. } => "ptr".to_string(),
         Type::Symmetric(_) => sym_ty(arch),
         Type::Array { elem, len } => format!("[{len} x {}]", reg_ty(elem, arch)?),
+        Type::Struct(st) => {
+            let fields = st
+                .fields
+                .iter()
+                .map(|(_, t)| reg_ty(t, arch))
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("{{ {} }}", fields.join(", "))
+        }
         Type::Fragment(f) if f.role == FragmentRole::WgAcc => {
             format!("[{} x float]", super::warpgroup::ACC_LEN)
         }
