@@ -294,3 +294,84 @@ fn tuples_and_structs_compute_what_host_rust_computes() {
         assert_eq!(got[0], want, "{backend}");
     }
 }
+
+/// Structs taken by kernels by value: numbers and vectors, one nested in another, and a
+/// struct of bytes between other parameters; the launcher passes them as the host lays them
+/// out.
+#[iris::kernels]
+mod by_value {
+    use iris::prelude::*;
+
+    /// `x[i * stride] * scale + shift` for `i < n`.
+    #[derive(Clone, Copy)]
+    pub struct Affine {
+        pub scale: f32,
+        pub shift: f32,
+        pub n: u32,
+        pub stride: u32,
+    }
+
+    /// An affine map and a vector whose lane 1 is added.
+    #[derive(Clone, Copy)]
+    pub struct Wide {
+        pub extra: f32x4,
+        pub map: Affine,
+    }
+
+    /// Three small numbers.
+    #[derive(Clone, Copy)]
+    pub struct Bytes {
+        pub a: u8,
+        pub b: u8,
+        pub c: u16,
+    }
+
+    #[kernel]
+    pub fn affine(w: Wide, x: *const f32, small: Bytes, out: *mut f32) {
+        let i = block_idx_x() * block_dim_x() + thread_idx_x();
+        let m = w.map;
+        if i < m.n {
+            let bytes = (small.a as u32 + small.b as u32 * 2 + small.c as u32 * 3) as f32;
+            let v = unsafe { *x.add((i * m.stride) as usize) };
+            unsafe { *out.add(i as usize) = v * m.scale + m.shift + w.extra.get(1) + bytes };
+        }
+    }
+}
+
+#[test]
+fn kernels_take_structs_by_value() {
+    use by_value::{Affine, Bytes, Wide};
+    let n = 300u32;
+    let x: Vec<f32> = (0..2 * n).map(|i| i as f32 * 0.25).collect();
+    let w = Wide {
+        extra: iris::prelude::f32x4::new([1.0, 2.0, 3.0, 4.0]),
+        map: Affine {
+            scale: 3.0,
+            shift: -1.5,
+            n,
+            stride: 2,
+        },
+    };
+    let small = Bytes {
+        a: 7,
+        b: 200,
+        c: 1000,
+    };
+    let bytes = (7 + 400 + 3000) as f32;
+    let want: Vec<f32> = (0..n)
+        .map(|i| x[(i * 2) as usize] * 3.0 - 1.5 + 2.0 + bytes)
+        .collect();
+    for backend in backends() {
+        let got = World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                let dx = iris.from_slice(&x)?;
+                let out = iris.zeros::<f32>(n as usize)?;
+                by_value::affine::launch(iris, (n.div_ceil(64), 64), w, &dx, small, &out)?;
+                out.to_vec()
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        assert_eq!(got[0], want, "{backend}");
+    }
+}

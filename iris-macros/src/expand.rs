@@ -287,7 +287,7 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
                 Err(errors) => errors_to_tokens(&errors),
                 Ok(unit) => {
                     let unit_static = unit_static(&unit, &mod_name.to_string(), "__IRIS_UNIT");
-                    let mut launchers = TokenStream::new();
+                    let mut launchers = struct_parameters(&unit);
                     for f in functions.iter().filter(|f| f.is_kernel) {
                         let kernels = kernels_of(&f.item, &unit);
                         launchers.extend(launcher_module(
@@ -305,4 +305,42 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     quote!(#(#attrs)* #vis mod #mod_name { #(#kept)* #shims #body })
+}
+
+/// For each struct a kernel of `unit` takes by value: `Pod` (the launcher passes its
+/// bytes; the frontend checked it has no padding and only number and vector fields), and
+/// a compile-time check that the host lays it out as the device does.
+fn struct_parameters(unit: &CompiledUnit) -> TokenStream {
+    let krate = crate::paths::krate();
+    let mut seen = Vec::new();
+    let mut out = TokenStream::new();
+    for f in unit.ir.functions.iter().filter(|f| f.is_kernel) {
+        for p in f.params() {
+            let compiler::kernel_ir::Type::Struct(st) = &p.ty else {
+                continue;
+            };
+            let Some(name) = &st.name else { continue };
+            if seen.contains(name) {
+                continue;
+            }
+            seen.push(name.clone());
+            let ident = syn::Ident::new(name, proc_macro2::Span::call_site());
+            let size = p.ty.size().unwrap_or(0) as usize;
+            let align = p.ty.align().unwrap_or(1) as usize;
+            let message = format!(
+                "the host lays out `{name}` differently from the device ({size} bytes, {align}-byte aligned)"
+            );
+            out.extend(quote! {
+                // SAFETY: `repr(C)`, `Copy`, every field a number or a vector (or such a
+                // struct), no padding (checked by the kernel compiler and below).
+                unsafe impl #krate::Pod for #ident {}
+                const _: () = ::core::assert!(
+                    ::core::mem::size_of::<#ident>() == #size
+                        && ::core::mem::align_of::<#ident>() == #align,
+                    #message
+                );
+            });
+        }
+    }
+    out
 }

@@ -22,9 +22,20 @@ mod wrong {
         a + b + c
     }
 
+    #[derive(Clone, Copy)]
+    pub struct Padded {
+        pub a: u8,
+        pub b: u32,
+    }
+
     #[kernel]
-    pub fn by_value(p: P, out: *mut f32) {
-        unsafe { *out = p.x };
+    pub fn padded_by_value(p: Padded, out: *mut u32) {
+        unsafe { *out = p.b };
+    }
+
+    #[kernel]
+    pub fn tuple_by_value(t: (u32, f32), out: *mut f32) {
+        unsafe { *out = t.1 };
     }
 }
 

@@ -16,6 +16,7 @@ mod semantics;
 mod signals;
 mod smoke;
 mod source;
+mod structs;
 mod symmetric;
 mod time;
 mod vectors;

@@ -564,10 +564,9 @@ pub(crate) fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature
                 };
                 let ty = parse_type(&pt.ty)?;
                 if is_kernel && matches!(ty, Type::Struct(_)) {
-                    return Err(CompileError::new(
-                        pt.ty.span(),
-                        format!("kernels do not take `{ty}` by value yet: pass its fields as parameters, or a pointer to it in device memory; tuples and structs are for device functions and locals"),
-                    ));
+                    if let Err(why) = structs::kernel_parameter(&ty) {
+                        return Err(CompileError::new(pt.ty.span(), why));
+                    }
                 }
                 if is_kernel && matches!(ty, Type::Array { .. }) {
                     return Err(CompileError::new(

@@ -134,6 +134,40 @@ pub fn is_value_type(ty: &Type) -> bool {
     )
 }
 
+/// Whether a kernel may take `ty` (a struct) by value: the host passes its bytes as
+/// they are, so it is a struct (not a tuple) of numbers other than `bool`, 16-byte vectors
+/// and such structs, without padding (`Err` says why not).
+pub fn kernel_parameter(ty: &Type) -> Result<(), String> {
+    let Type::Struct(st) = ty else {
+        return Ok(());
+    };
+    let Some(name) = &st.name else {
+        return Err(format!(
+            "kernels do not take tuples: pass `{ty}`'s values as parameters, or a struct"
+        ));
+    };
+    for (field, t) in &st.fields {
+        match t {
+            Type::Scalar(s) if *s != super::super::kernel_ir::Scalar::Bool => {}
+            Type::Vector(_) => {}
+            Type::Struct(_) => kernel_parameter(t)?,
+            other => {
+                return Err(format!(
+                    "a kernel takes `{name}` by value only if its fields are numbers (not `bool`), 16-byte vectors or such structs; `{field}` is `{other}` (pass it as its own parameter)"
+                ))
+            }
+        }
+    }
+    let fields: u32 = st.fields.iter().filter_map(|(_, t)| t.size()).sum();
+    if ty.size() != Some(fields) {
+        return Err(format!(
+            "a kernel takes `{name}` by value only without padding: its fields take {fields} bytes, its layout {} (order the fields largest first, or add explicit padding fields)",
+            ty.size().unwrap_or(0)
+        ));
+    }
+    Ok(())
+}
+
 impl FnBuilder<'_> {
     /// `(a, b, ..)`: a tuple of its values.
     pub fn tuple_expr(&mut self, t: &syn::ExprTuple) -> Result<Expr, CompileError> {

@@ -2,7 +2,9 @@
 //!
 //! Each parameter takes argument slots: a scalar or vector one slot of its type (`bool` as
 //! a byte), a raw pointer one global pointer, a `Symmetric<T>` three (pointer, local base,
-//! table). GPU kernels take the slots as parameters (`amdgpu_kernel` / `ptx_kernel`);
+//! table), a struct one holding its `#[repr(C)]` bytes (NVIDIA: `byval` in the parameter
+//! space; AMD: `byref` in the kernel-argument segment; read in place). GPU kernels take the
+//! slots as parameters (`amdgpu_kernel` / `ptx_kernel`);
 //! a CPU kernel is `void name(ptr ctx, ptr args)` and reads slot `i` through `args[i]`.
 //! The entry converts the slots to register values and calls the kernel's body.
 
@@ -23,6 +25,16 @@ fn slot_types(ty: &Type, arch: Arch) -> Result<Vec<String>, String> {
         Type::Scalar(_) | Type::Vector(_) => vec![types::reg_ty(ty, arch)?],
         Type::Ptr { .. } => vec![g],
         Type::Symmetric(_) => vec![g.clone(), "i64".to_string(), g],
+        // A struct's bytes: on GPUs in the kernel's parameter space, read where they are.
+        Type::Struct(_) => {
+            let t = types::reg_ty(ty, arch)?;
+            let align = types::align_of(ty)?;
+            vec![match arch.kind() {
+                TargetKind::Nvptx => format!("ptr byval({t}) align {align}"),
+                TargetKind::Amdgpu => format!("ptr addrspace(4) byref({t}) align {align}"),
+                TargetKind::Cpu => t,
+            }]
+        }
         other => return Err(format!("a kernel parameter cannot have type `{other}`")),
     })
 }
@@ -82,6 +94,20 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String
                     body,
                     "  %v.{i} = addrspacecast {} {} to ptr",
                     arch.gptr(),
+                    vals[0]
+                );
+                format!("%v.{i}")
+            }
+            Type::Struct(_) if arch.is_gpu() => {
+                let align = types::align_of(&p.ty)?;
+                let space = if arch.kind() == TargetKind::Amdgpu {
+                    "ptr addrspace(4)"
+                } else {
+                    "ptr"
+                };
+                let _ = writeln!(
+                    body,
+                    "  %v.{i} = load {reg}, {space} {}, align {align}",
                     vals[0]
                 );
                 format!("%v.{i}")
