@@ -99,6 +99,15 @@ fn one_generic_kernel_runs_for_every_element_type() {
     }
 }
 
+/// Generic host code launching a generic kernel names the instances it may launch: the
+/// README's example.
+fn sums_of<T: iris::Pod>(iris: &Iris, x: &Buffer<T>, out: &Buffer<T>, rows: u64) -> iris::Result<()>
+where
+    (T, iris::ConstUsize<4>): tiles::row_sums::Instance,
+{
+    tiles::row_sums::launch::<T, 4>(iris, (rows.div_ceil(256) as u32, 256), x, out, rows)
+}
+
 #[test]
 fn const_parameters_size_register_arrays() {
     for backend in backends() {
@@ -117,7 +126,7 @@ fn const_parameters_size_register_arrays() {
                 let data: Vec<bf16> = row.iter().copied().cycle().take(rows * 4).collect();
                 let x = iris.from_slice(&data)?;
                 let out: Buffer<bf16> = iris.zeros(rows)?;
-                tiles::row_sums::launch::<bf16, 4>(iris, (1, 64), &x, &out, rows as u64)?;
+                sums_of(iris, &x, &out, rows as u64)?;
                 let want = bf16::from_f32(259.0);
                 assert!(
                     out.to_vec()?.iter().all(|v| *v == want),

@@ -236,7 +236,7 @@ mod aggregates {
         let (lo, _) = min_max(s.lo, v);
         s.lo = lo;
         s.hi = min_max(s.hi, v).1;
-        s.sum += v as u64;
+        s.sum += u64::from(v);
         s
     }
 

@@ -1,9 +1,10 @@
 use iris::prelude::*;
 
-// rustc suggests `f32::from(h)` for an f16; kernels convert with the value's method.
+// `T::from` converts where Rust's does (`f32::from(h)` for an f16 compiles); a
+// narrowing one says to cast.
 #[iris::kernel]
-pub fn widen_half(h: f16, out: *mut f32) {
-    unsafe { *out = f32::from(h) };
+pub fn narrow_with_from(x: u64, out: *mut u32) {
+    unsafe { *out = u32::from(x) };
 }
 
 const BLOCK: usize = 256;

@@ -99,8 +99,15 @@ impl<T> fmt::Debug for DevicePtr<T> {
     }
 }
 
-/// Anything a kernel's pointer parameter (`*const T`, `*mut T`) accepts: buffers,
-/// symmetric buffers (their local copy) and device pointers.
+/// Anything a kernel's pointer parameter (`*const T`, `*mut T`) accepts: buffers and
+/// device pointers. A symmetric buffer is passed as its local copy with
+/// [`SymmetricBuffer::local_ptr`](crate::SymmetricBuffer::local_ptr), so that a
+/// `Symmetric<T>` parameter is never given a plain pointer by mistake, nor the reverse.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a device pointer to `{T}` for a `*const {T}` / `*mut {T}` kernel parameter",
+    label = "a pointer parameter takes a `Buffer<{T}>` or a `DevicePtr<{T}>`",
+    note = "for a `SymmetricBuffer`, pass this rank's copy as `buffer.local_ptr()`, or declare the parameter `Symmetric<{T}>` to reach every rank's copy"
+)]
 pub trait AsDevicePtr<T> {
     /// The device address to pass, after checking that the memory belongs to `core`
     /// (the rank launching the kernel).

@@ -289,12 +289,34 @@ impl FnBuilder<'_> {
                 self.expect(&first, &Type::Scalar(s))?;
                 Ok(Some(self.math(name, first, rest, span)?))
             }
-            (Scalar::F32 | Scalar::F64, "from") => Err(CompileError::new(
-                span,
-                format!(
-                    "`{ty}::from` is not supported in kernels: convert with a method of the value (`h.to_f32()` for an `f16` or `bf16`) or a cast (`x as {ty}`)"
-                ),
-            )),
+            (_, "from") => {
+                // Rust's lossless `From` conversions between numbers (rustc checks the
+                // exact impls on the kernel's source): a conversion that keeps the value.
+                self.arity(c, &format!("{ty}::from"), 1)?;
+                let arg = self.args(c)?.into_iter().next();
+                let Some(arg) = arg else {
+                    return Err(CompileError::new(span, "missing argument"));
+                };
+                match self.infer.shallow(&arg.ty) {
+                    Type::Scalar(from) if lossless(from, s) => Ok(Some(self.expr(
+                        ExprKind::Cast(Box::new(arg)),
+                        Type::Scalar(s),
+                        span,
+                    ))),
+                    other => Err(CompileError::new(
+                        span,
+                        format!(
+                            "`{ty}::from` takes a number it holds exactly, not `{}`: convert with a cast (`x as {ty}`){}",
+                            self.infer.describe(&other),
+                            if matches!(other, Type::IntVar(_) | Type::FloatVar(_)) {
+                                ", or give the literal a suffix (`7u32`)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    )),
+                }
+            }
             _ => Err(CompileError::new(
                 span,
                 format!("`{ty}::{name}` is not supported in kernels"),
@@ -420,4 +442,22 @@ pub(super) fn unknown_intrinsic(name: &str, span: Span) -> CompileError {
             intrinsic_names()
         ),
     )
+}
+
+/// Whether Rust converts `from` to `to` with `From` (every value kept exactly).
+fn lossless(from: Scalar, to: Scalar) -> bool {
+    use Scalar::*;
+    if from == to {
+        return true;
+    }
+    match (from, to) {
+        (Bool, t) => t.is_int(),
+        (f, t) if f.is_int() && t.is_int() => {
+            t.size() > f.size() && (f.is_signed() == t.is_signed() || !f.is_signed())
+        }
+        (f, F32) if f.is_int() => f.size() <= 2,
+        (f, F64) if f.is_int() => f.size() <= 4,
+        (F16 | BF16, F32 | F64) | (F32, F64) => true,
+        _ => false,
+    }
 }

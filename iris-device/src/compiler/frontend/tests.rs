@@ -452,3 +452,22 @@ fn warp_operations_in_a_split_warp_are_errors() {
         assert!(e.contains(names) && e.contains("branch"), "{src}\n{e}");
     }
 }
+
+/// `T::from(x)` for Rust's lossless number conversions is a cast; others say what to write.
+#[test]
+fn lossless_from_conversions_build() {
+    build(
+        r#"fn k(p: *mut f64, a: u32, b: i16, c: f32, h: f16, t: bool) {
+            let x = u64::from(a) + u64::from(t);
+            let y = i64::from(b) + i64::from(a);
+            let z = f64::from(c) + f64::from(a) + f64::from(h) + f64::from(f32::from(b));
+            unsafe { *p = z + x as f64 + y as f64 };
+        }"#,
+    )
+    .unwrap();
+    let e = err(r#"fn k(p: *mut u32, a: u64) { unsafe { *p = u32::from(a) }; }"#);
+    assert!(
+        e.contains("`u32::from` takes a number it holds exactly, not `u64`"),
+        "{e}"
+    );
+}
