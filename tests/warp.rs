@@ -247,3 +247,53 @@ fn votes_and_reductions_cover_short_warps() {
             .unwrap_or_else(|e| panic!("{backend}: {e}"));
     }
 }
+
+/// Lanes that a device function sends different ways: the compile-time check takes a
+/// device function's parameters as agreed across the warp, so this compiles.
+#[iris::kernels]
+mod split_at_run_time {
+    use iris::prelude::*;
+
+    /// `warp_sync` for the lanes whose `x` is below 16.
+    fn sync_if_low(x: u32) {
+        if x < 16 {
+            warp_sync();
+        }
+    }
+
+    /// Half of each warp waits in `warp_sync`, the other half at `sync_threads`.
+    #[kernel]
+    pub fn half_warp_sync(out: *mut u32) {
+        sync_if_low(lane_id());
+        sync_threads();
+        unsafe { *out.add(thread_idx_x() as usize) = 1 };
+    }
+}
+
+/// A block whose threads would wait for each other forever is an error naming where they
+/// wait, not a hang (the CPU backend; on a GPU such a kernel is undefined and not run).
+#[test]
+fn a_block_split_between_a_warp_operation_and_a_barrier_is_an_error_not_a_hang() {
+    for backend in backends() {
+        if backend != iris::BackendKind::Cpu {
+            eprintln!("{backend}: skipped: a split warp is undefined on GPUs (it may hang); the CPU backend checks it");
+            continue;
+        }
+        let start = std::time::Instant::now();
+        let err = World::threads(1)
+            .backend(backend)
+            .run(|iris| {
+                let out: Buffer<u32> = iris.zeros(64)?;
+                split_at_run_time::half_warp_sync::launch(iris, (1, 64), &out)?;
+                iris.synchronize()
+            })
+            .expect_err("a split warp must be an error");
+        let text = err.to_string();
+        assert!(
+            text.contains("wait for each other forever")
+                && text.contains("threads 0..=15, 32..=47 at a warp operation"),
+            "{text}"
+        );
+        eprintln!("{backend}: reported in {:.1?}: {text}", start.elapsed());
+    }
+}

@@ -215,6 +215,7 @@ impl Device for CpuDevice {
         let shared_bytes = spec.shared_bytes as usize + dims.dynamic_shared_bytes as usize;
         let concurrent_block = spec.concurrent_threads;
         let parallelism = self.parallelism;
+        let name = spec.name;
         let _span = tracing::trace_span!("cpu_launch", kernel = spec.name).entered();
         stream.submit(Box::new(move || {
             let _library = library;
@@ -228,6 +229,7 @@ impl Device for CpuDevice {
                 args: &mut pointers,
             };
             grid.run(parallelism)
+                .map_err(|e| format!("kernel `{name}`: {e}"))
         }))
     }
 

@@ -53,16 +53,18 @@ impl FiberBarrier {
     }
 
     /// Arrives, and yields until every participant has.
-    fn wait(&self, seat: &Seat) {
+    fn wait(&self, seat: &Seat, at: Waits) {
         self.arrived.set(self.arrived.get() + 1);
         if self.arrived.get() >= self.participants.get() {
             self.open(seat.block());
             return;
         }
         let generation = self.generation.get();
+        seat.waits.set(at);
         while self.generation.get() == generation {
             seat.suspend();
         }
+        seat.waits.set(Waits::Nowhere);
     }
 
     /// A participant that returned: it no longer counts.
@@ -103,12 +105,25 @@ struct BlockState {
     sleep_ns: Cell<u64>,
 }
 
-/// One GPU thread's place: its block, warp and lane, and its coroutine's yielder.
+/// One GPU thread's place: its block, warp and lane, its coroutine's yielder, and where it
+/// waits.
 struct Seat {
     block: *const BlockState,
     warp: usize,
     lane: usize,
     yielder: Cell<*const Yielder<(), ()>>,
+    waits: Cell<Waits>,
+}
+
+/// Where a fiber is suspended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Waits {
+    /// Running, sleeping or done.
+    Nowhere,
+    /// At `sync_threads`.
+    Block,
+    /// At a warp operation (its warp's barrier).
+    Warp,
 }
 
 impl Seat {
@@ -138,7 +153,7 @@ fn current<'a>() -> Option<&'a Seat> {
 /// `sync_threads` for a fiber.
 pub(crate) unsafe extern "C" fn fiber_barrier(_state: *mut c_void) {
     if let Some(seat) = current() {
-        seat.block().barrier.wait(seat);
+        seat.block().barrier.wait(seat, Waits::Block);
     }
 }
 
@@ -149,14 +164,14 @@ pub(crate) unsafe extern "C" fn fiber_shuffle(_seat: *mut c_void, value: u64, sr
     };
     let warp = &seat.block().warps[seat.warp];
     warp.slots[seat.lane].set(value);
-    warp.barrier.wait(seat);
+    warp.barrier.wait(seat, Waits::Warp);
     let src = src as usize;
     let got = if src < warp.lanes.get() {
         warp.slots[src].get()
     } else {
         value
     };
-    warp.barrier.wait(seat);
+    warp.barrier.wait(seat, Waits::Warp);
     got
 }
 
@@ -167,9 +182,9 @@ pub(crate) unsafe extern "C" fn fiber_ballot(_seat: *mut c_void, predicate: u32)
     };
     let warp = &seat.block().warps[seat.warp];
     warp.slots[seat.lane].set(u64::from(predicate != 0));
-    warp.barrier.wait(seat);
+    warp.barrier.wait(seat, Waits::Warp);
     let bits = (0..warp.lanes.get()).fold(0u64, |bits, i| bits | ((warp.slots[i].get() & 1) << i));
-    warp.barrier.wait(seat);
+    warp.barrier.wait(seat, Waits::Warp);
     bits
 }
 
@@ -196,7 +211,7 @@ pub(crate) unsafe extern "C" fn fiber_mma(
     };
     warp.mma_a[fiber.lane].set(a);
     warp.mma_b[fiber.lane].set(b);
-    warp.barrier.wait(fiber);
+    warp.barrier.wait(fiber, Waits::Warp);
     let lanes = warp.lanes.get();
     let get = |side: &[Cell<[f32; 8]>; WARP_LANES], l: usize| {
         if l < lanes {
@@ -211,7 +226,7 @@ pub(crate) unsafe extern "C" fn fiber_mma(
         |l| get(&warp.mma_b, l),
         c,
     );
-    warp.barrier.wait(fiber);
+    warp.barrier.wait(fiber, Waits::Warp);
 }
 
 /// `nanosleep` for a fiber: yields (the scheduler sleeps the OS thread when no fiber of
@@ -266,6 +281,7 @@ impl FiberRunner {
                 warp: t / WARP_LANES,
                 lane: t % WARP_LANES,
                 yielder: Cell::new(std::ptr::null()),
+                waits: Cell::new(Waits::Nowhere),
             })
             .collect();
         Ok(Self {
@@ -357,12 +373,63 @@ impl FiberRunner {
                 }
             }
             let sleep = state.sleep_ns.get();
-            if live > 0 && sleep > 0 && !state.progress.get() {
+            if live > 0 && !state.progress.get() {
+                if sleep == 0 {
+                    // Every live fiber waits at a barrier that cannot open: the block
+                    // would wait forever. The suspended fibers are left as they are (their
+                    // frames cannot be unwound), with their stacks.
+                    let report = self.deadlock(&fibers);
+                    std::mem::forget(fibers);
+                    return Err(report);
+                }
                 std::thread::sleep(std::time::Duration::from_nanos(sleep));
             }
         }
         Ok(())
     }
+
+    /// What the block's live fibers wait at, when none can go on.
+    fn deadlock(&self, fibers: &[Option<Coroutine<(), (), (), DefaultStack>>]) -> String {
+        let mut at_block = Vec::new();
+        let mut at_warp = Vec::new();
+        for (t, fiber) in fibers.iter().enumerate() {
+            if fiber.is_none() {
+                continue;
+            }
+            match self.seats[t].waits.get() {
+                Waits::Block => at_block.push(t),
+                Waits::Warp => at_warp.push(t),
+                Waits::Nowhere => {}
+            }
+        }
+        format!(
+            "the block's threads wait for each other forever: {} at `sync_threads`, {} at a warp operation (a warp operation or a barrier inside a branch that not every thread of the warp or block takes)",
+            describe_threads(&at_block),
+            describe_threads(&at_warp)
+        )
+    }
+}
+
+/// `threads 0..15, 32` for a sorted list of thread indices, `none` for an empty one.
+fn describe_threads(threads: &[usize]) -> String {
+    if threads.is_empty() {
+        return "no thread".into();
+    }
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < threads.len() {
+        let start = threads[i];
+        while i + 1 < threads.len() && threads[i + 1] == threads[i] + 1 {
+            i += 1;
+        }
+        parts.push(if threads[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}..={}", threads[i])
+        });
+        i += 1;
+    }
+    format!("threads {}", parts.join(", "))
 }
 
 impl Drop for FiberRunner {
@@ -452,6 +519,32 @@ mod tests {
             assert_eq!(out[2 * t], down, "thread {t}");
             assert_eq!(out[2 * t + 1], ballot, "thread {t}");
         }
+    }
+
+    /// Lanes 0..16 of each warp shuffle; the others meet the block at a barrier.
+    unsafe extern "C" fn split(ctx: *const CpuLaunchContext, _args: *const *mut c_void) {
+        // SAFETY: the runner passes a live context.
+        unsafe {
+            let ctx = &*ctx;
+            if ctx.thread_idx[0] % 32 < 16 {
+                (ctx.warp_shuffle)(ctx.warp, 1, 0);
+            } else {
+                (ctx.barrier)(ctx.barrier_state);
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_that_would_wait_forever_is_an_error_naming_the_threads() {
+        let mut runner = FiberRunner::new(64).unwrap();
+        // SAFETY: the entry reads no argument.
+        let err = unsafe { runner.run_block(split, &template(64), std::ptr::null()) }
+            .expect_err("a split warp must not hang");
+        assert!(
+            err.contains("threads 16..=31, 48..=63 at `sync_threads`")
+                && err.contains("threads 0..=15, 32..=47 at a warp operation"),
+            "{err}"
+        );
     }
 
     #[test]
