@@ -202,7 +202,8 @@ fn module_constants_name_values_and_shared_array_lengths() {
 }
 
 /// Tuples and structs: a device function returning a tuple, taken apart by `let`; structs of
-/// the module built, passed, returned, read (nested too) and assigned field by field.
+/// the module built, passed, returned, read (nested too) and assigned field by field; and
+/// `match` on numbers and `bool`.
 #[iris::kernels]
 mod aggregates {
     use iris::prelude::*;
@@ -240,6 +241,21 @@ mod aggregates {
         s
     }
 
+    /// A `match` on a number and on a `bool`.
+    pub fn classify(a: u32, odd: bool) -> u32 {
+        let class = match a % 11 {
+            0 => 7,
+            1 | 2 => 70,
+            3..=5 => 700,
+            n if n > 8 => n * 3,
+            _ => 1,
+        };
+        match odd {
+            true => class + 1,
+            false => class,
+        }
+    }
+
     /// A number from the stats of `a`, `b` and `a ^ b`.
     pub fn summary(a: u32, b: u32) -> u32 {
         let mut st = Stats {
@@ -255,7 +271,10 @@ mod aggregates {
             scale: 0.5,
         };
         let t = (p.stats.lo, p.stats.hi, p.stats.sum);
-        (t.0 ^ t.1.wrapping_mul(3)) ^ (t.2 as u32) ^ ((p.scale * 8.0) as u32)
+        (t.0 ^ t.1.wrapping_mul(3))
+            ^ (t.2 as u32)
+            ^ ((p.scale * 8.0) as u32)
+            ^ classify(a, b % 2 == 1)
     }
 
     #[kernel]

@@ -89,10 +89,7 @@ impl FnBuilder<'_> {
                 c.span(),
                 "closures are not supported in kernels: write a device function in the `#[iris::kernels]` module",
             )),
-            syn::Expr::Match(m) => Err(CompileError::new(
-                m.span(),
-                "`match` is not supported in kernels: use `if`/`else if`",
-            )),
+            syn::Expr::Match(m) => self.match_expr(m),
             syn::Expr::Struct(s) => self.struct_expr(s),
             syn::Expr::Tuple(t) => self.tuple_expr(t),
             syn::Expr::Range(r) => Err(CompileError::new(r.span(), "ranges are supported only in `for` loops")),

@@ -17,6 +17,7 @@ mod expr;
 pub mod generics;
 mod ids;
 mod infer;
+mod matching;
 mod matrix;
 mod memory;
 mod methods;

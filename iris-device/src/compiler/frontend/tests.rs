@@ -471,3 +471,24 @@ fn lossless_from_conversions_build() {
         "{e}"
     );
 }
+
+/// `match` on numbers and `bool` is the `if` chain it means.
+#[test]
+fn match_on_numbers_and_bools_builds() {
+    build(
+        r#"fn k(p: *mut u32, a: u32, b: bool) {
+            let x = match a % 7 {
+                0 => 10,
+                1 | 2 => 20,
+                3..=4 => 30,
+                n if n == 5 => n * 100,
+                _ => 40,
+            };
+            let y = match b { true => 1u32, false => 2 };
+            match x { 10 => unsafe { *p = y }, other => unsafe { *p = other } }
+        }"#,
+    )
+    .unwrap();
+    let e = err(r#"fn k(p: *mut u32, a: u32) { let x = match a { _ => 1u32, 2 => 3 }; }"#);
+    assert!(e.contains("make it the last"), "{e}");
+}
