@@ -4,7 +4,24 @@
 mod common;
 
 use common::{backends, random_u32};
-use iris::World;
+use iris::{BackendKind, Iris, World};
+
+/// `run` on one rank of every backend, with each backend's answer.
+fn on_every_backend<R: Send>(
+    run: impl Fn(&Iris) -> iris::Result<R> + Sync,
+) -> Vec<(BackendKind, R)> {
+    backends()
+        .into_iter()
+        .map(|backend| {
+            let mut got = World::threads(1)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(&run)
+                .unwrap_or_else(|e| panic!("{backend}: {e}"));
+            (backend, got.remove(0))
+        })
+        .collect()
+}
 
 #[iris::kernels]
 mod lang {
@@ -186,18 +203,13 @@ fn module_constants_name_values_and_shared_array_lengths() {
     let want: Vec<u32> = (0..256)
         .map(|i| (i / 64 * 64 + 63 - i % 64) * 3 + 307)
         .collect();
-    for backend in backends() {
-        let got = World::threads(1)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .run(|iris| {
-                let input = iris.from_slice(&x)?;
-                let out = iris.zeros::<u32>(256)?;
-                constants::reverse_scaled::launch(iris, (4, 64), &input, &out)?;
-                out.to_vec()
-            })
-            .unwrap_or_else(|e| panic!("{backend}: {e}"));
-        assert_eq!(got[0], want, "{backend}");
+    for (backend, got) in on_every_backend(|iris| {
+        let input = iris.from_slice(&x)?;
+        let out = iris.zeros::<u32>(256)?;
+        constants::reverse_scaled::launch(iris, (4, 64), &input, &out)?;
+        out.to_vec()
+    }) {
+        assert_eq!(got, want, "{backend}");
     }
 }
 
@@ -292,25 +304,14 @@ fn tuples_and_structs_compute_what_host_rust_computes() {
     let n = 1000usize;
     let (a, b) = (random_u32(n), random_u32(n));
     let want: Vec<u32> = (0..n).map(|i| aggregates::summary(a[i], b[i])).collect();
-    for backend in backends() {
-        let got = World::threads(1)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .run(|iris| {
-                let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
-                let out = iris.zeros::<u32>(n)?;
-                aggregates::apply::launch(
-                    iris,
-                    ((n as u32).div_ceil(64), 64),
-                    &da,
-                    &db,
-                    &out,
-                    n as u64,
-                )?;
-                out.to_vec()
-            })
-            .unwrap_or_else(|e| panic!("{backend}: {e}"));
-        assert_eq!(got[0], want, "{backend}");
+    for (backend, got) in on_every_backend(|iris| {
+        let (da, db) = (iris.from_slice(&a)?, iris.from_slice(&b)?);
+        let out = iris.zeros::<u32>(n)?;
+        let blocks = (n as u32).div_ceil(64);
+        aggregates::apply::launch(iris, (blocks, 64), &da, &db, &out, n as u64)?;
+        out.to_vec()
+    }) {
+        assert_eq!(got, want, "{backend}");
     }
 }
 
@@ -380,17 +381,12 @@ fn kernels_take_structs_by_value() {
     let want: Vec<f32> = (0..n)
         .map(|i| x[(i * 2) as usize] * 3.0 - 1.5 + 2.0 + bytes)
         .collect();
-    for backend in backends() {
-        let got = World::threads(1)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .run(|iris| {
-                let dx = iris.from_slice(&x)?;
-                let out = iris.zeros::<f32>(n as usize)?;
-                by_value::affine::launch(iris, (n.div_ceil(64), 64), w, &dx, small, &out)?;
-                out.to_vec()
-            })
-            .unwrap_or_else(|e| panic!("{backend}: {e}"));
-        assert_eq!(got[0], want, "{backend}");
+    for (backend, got) in on_every_backend(|iris| {
+        let dx = iris.from_slice(&x)?;
+        let out = iris.zeros::<f32>(n as usize)?;
+        by_value::affine::launch(iris, (n.div_ceil(64), 64), w, &dx, small, &out)?;
+        out.to_vec()
+    }) {
+        assert_eq!(got, want, "{backend}");
     }
 }

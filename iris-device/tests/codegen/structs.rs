@@ -1,6 +1,7 @@
 //! Structs taken by kernels by value: one parameter each, its bytes as `#[repr(C)]` lays
 //! them out (PTX: one `.param .align A .b8 name[size]`; AMDGPU: one kernel argument of the
-//! struct's size, by value), read in place.
+//! struct's size, by value), read in place. The kernel is `tests/language.rs`'s
+//! `by_value::affine`, which runs there on every backend.
 
 use crate::common::tools::*;
 use iris_device::compiler::frontend::{build_unit_in_module, SourceFn};

@@ -77,17 +77,7 @@ impl InferTable {
                 elem: Box::new(self.resolve(&elem)),
                 len,
             },
-            Type::Struct(st) => Type::Struct(StructType {
-                name: st.name,
-                fields: st
-                    .fields
-                    .into_iter()
-                    .map(|(n, t)| {
-                        let t = self.resolve(&t);
-                        (n, t)
-                    })
-                    .collect(),
-            }),
+            Type::Struct(st) => Type::Struct(st.map_fields(|t| self.resolve(t))),
             other => other,
         }
     }
@@ -104,17 +94,7 @@ impl InferTable {
                 elem: Box::new(self.known(&elem)),
                 len,
             },
-            Type::Struct(st) => Type::Struct(StructType {
-                name: st.name,
-                fields: st
-                    .fields
-                    .into_iter()
-                    .map(|(n, t)| {
-                        let t = self.known(&t);
-                        (n, t)
-                    })
-                    .collect(),
-            }),
+            Type::Struct(st) => Type::Struct(st.map_fields(|t| self.known(t))),
             other => other,
         }
     }

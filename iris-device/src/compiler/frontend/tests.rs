@@ -97,7 +97,10 @@ fn the_subset_is_enforced_with_messages() {
     assert!(err("fn k(p: *mut u32) { let x = 1; x = 2; }").contains("not declared `mut`"));
     assert!(err("fn k(p: *const u32) { unsafe { *p = 1; } }").contains("*const"));
     assert!(err("fn k(p: *mut u32) { let v = p[0]; }").contains("raw pointers have no `[]`"));
-    assert!(err("fn k(p: *mut u32) { match 1 { _ => {} } }").contains("match"));
+    assert!(
+        err("fn k(p: *mut u32) { match (1u32, 2u32) { (1, _) => {} _ => {} } }")
+            .contains("`match` arm")
+    );
     assert!(err("fn k(p: *mut u32) { iris::store(p, 1, 0); }").contains("Symmetric"));
     assert!(err(
         "fn k(p: Symmetric<f32>) { iris::atomic_or(p, 1.0, 0, Ordering::Relaxed, Scope::System); }"

@@ -195,6 +195,14 @@ impl StructType {
         }
     }
 
+    /// The same fields, each type through `f`.
+    pub fn map_fields(self, mut f: impl FnMut(&Type) -> Type) -> Self {
+        StructType {
+            name: self.name,
+            fields: self.fields.into_iter().map(|(n, t)| (n, f(&t))).collect(),
+        }
+    }
+
     /// The position of the field `name`.
     pub fn field(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|(n, _)| n == name)
