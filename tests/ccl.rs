@@ -393,6 +393,77 @@ fn broadcast_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>
     Ok(problems)
 }
 
+fn rooted_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    // Not a multiple of any vector: the 16-byte and the element-wise paths both run.
+    let n = 333;
+    let world = iris.world_size();
+    let me = iris.rank();
+    let mut problems = Vec::new();
+    let input = iris.symmetric_from_slice(&random_vec::<T>(n))?;
+    let inputs = iris.all_gather(input.to_vec()?)?;
+    let scale = magnitudes(&inputs, |v, i| v[i], n);
+    let wide = iris.symmetric_from_slice(&random_vec::<T>(n * world))?;
+    let wides = iris.all_gather(wide.to_vec()?)?;
+    for root in [0, world - 1] {
+        for op in OPS {
+            let output = poisoned::<T>(iris, n)?;
+            let before = output.to_vec()?;
+            ccl::reduce(ccl, &input, &output, op, root)?;
+            ccl.synchronize()?;
+            let got = output.to_vec()?;
+            let what = format!("reduce {} {op:?} to {root}", T::NAME);
+            if me == root {
+                let want: Vec<T> = (0..n)
+                    .map(|i| T::reduce(&inputs.iter().map(|v| v[i]).collect::<Vec<_>>(), op))
+                    .collect();
+                let scale = (op == ReduceOp::Sum).then_some(&scale[..]);
+                problems.extend(compare(&what, &got, &want, scale));
+            } else {
+                problems.extend(compare(
+                    &format!("{what} (not the root: untouched)"),
+                    &got,
+                    &before,
+                    None,
+                ));
+            }
+        }
+        let gathered = poisoned::<T>(iris, n * world)?;
+        let before = gathered.to_vec()?;
+        ccl::gather(ccl, &input, &gathered, root)?;
+        ccl.synchronize()?;
+        let want: Vec<T> = if me == root {
+            inputs.iter().flatten().copied().collect()
+        } else {
+            before
+        };
+        problems.extend(compare(
+            &format!("gather {} to {root} (rank {me})", T::NAME),
+            &gathered.to_vec()?,
+            &want,
+            None,
+        ));
+        let part = poisoned::<T>(iris, n)?;
+        ccl::scatter(ccl, &wide, &part, root)?;
+        ccl.synchronize()?;
+        problems.extend(compare(
+            &format!("scatter {} from {root} (rank {me})", T::NAME),
+            &part.to_vec()?,
+            &wides[root][me * n..(me + 1) * n],
+            None,
+        ));
+    }
+    Ok(problems)
+}
+
+#[test]
+fn rooted_reduce_gather_scatter_every_type() {
+    for_every_world("reduce+gather+scatter", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(rooted_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
 #[test]
 fn all_reduce_one_shot_and_two_shot_every_op_and_type() {
     for_every_world("all_reduce", |iris, ccl| {
@@ -508,6 +579,13 @@ fn shapes_are_checked_before_anything_runs() {
             assert!(invalid(ccl::all_to_all(&ccl, &odd, &odd2)));
             assert!(invalid(ccl::broadcast(&ccl, &a, &a, 0)));
             assert!(invalid(ccl::broadcast(&ccl, &a, &b, 2)));
+            assert!(mismatch(ccl::reduce(&ccl, &a, &b, ReduceOp::Max, 0)));
+            assert!(invalid(ccl::reduce(&ccl, &a, &a, ReduceOp::Max, 0)));
+            assert!(invalid(ccl::reduce(&ccl, &odd, &odd2, ReduceOp::Max, 2)));
+            assert!(mismatch(ccl::gather(&ccl, &a, &b, 0)));
+            assert!(invalid(ccl::gather(&ccl, &a, &c, 5)));
+            assert!(mismatch(ccl::scatter(&ccl, &c, &b, 1)));
+            assert!(invalid(ccl::scatter(&ccl, &c, &a, 2)));
             assert!(invalid(ccl::all_reduce(
                 &ccl,
                 &a,

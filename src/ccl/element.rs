@@ -6,7 +6,7 @@
 //! `push__f32__4`, `push__f16__8`, ...). The public API is generic (`all_reduce::<T>`);
 //! a launch picks the instance of `T` from its unit by that name.
 
-use super::{all_gather, all_reduce, all_to_all, broadcast, reduce_scatter};
+use super::{all_gather, all_reduce, all_to_all, broadcast, reduce_scatter, rooted};
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
 use crate::{Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
@@ -85,6 +85,9 @@ pub enum KernelId {
     ReduceScatter,
     AllToAll,
     Broadcast,
+    Reduce,
+    Gather,
+    Scatter,
 }
 
 impl KernelId {
@@ -101,6 +104,9 @@ impl KernelId {
             ),
             KernelId::AllToAll => (&all_to_all::kernels::all_to_all::UNIT, "all_to_all"),
             KernelId::Broadcast => (&broadcast::kernels::broadcast::UNIT, "broadcast"),
+            KernelId::Reduce => (&rooted::kernels::reduce_to_root::UNIT, "reduce_to_root"),
+            KernelId::Gather => (&rooted::kernels::gather::UNIT, "gather"),
+            KernelId::Scatter => (&rooted::kernels::scatter::UNIT, "scatter"),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Collectives over symmetric memory, written in the kernel language: all-gather,
-//! all-reduce (one-shot and two-shot), reduce-scatter, all-to-all, broadcast, and a
-//! device-side barrier.
+//! all-reduce (one-shot and two-shot), reduce-scatter, all-to-all, broadcast, the rooted
+//! reduce, gather and scatter, and a device-side barrier.
 //!
 //! Every rank creates one [`Ccl`] (collectively) and calls the same collectives in the
 //! same order with buffers of the same lengths:
@@ -96,6 +96,7 @@ mod communicator;
 mod element;
 mod reduce_scatter;
 mod residency;
+mod rooted;
 mod signals;
 
 pub use all_gather::{all_gather, AllGatherAlgo};
@@ -109,6 +110,7 @@ pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
 pub use reduce_scatter::reduce_scatter;
+pub use rooted::{gather, reduce, scatter};
 pub use signals::kernels_with_barrier;
 
 use crate::{Error, Result, SymmetricBuffer};
