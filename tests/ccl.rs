@@ -464,6 +464,81 @@ fn rooted_reduce_gather_scatter_every_type() {
     });
 }
 
+fn point_to_point_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let world = iris.world_size();
+    let me = iris.rank();
+    let mut problems = Vec::new();
+    if world < 2 {
+        return Ok(problems);
+    }
+    let dst = poisoned::<T>(iris, 700)?;
+    // Three rounds of a ring (even ranks send first, odd ranks receive first, so that no
+    // stream's send waits behind its own receive), each a different length.
+    let (next, prev) = ((me + 1) % world, (me + world - 1) % world);
+    for (round, n) in [1usize, 699, 64].into_iter().enumerate() {
+        let mine = random_vec::<T>(n);
+        let src = iris.symmetric_from_slice(&mine)?;
+        let all = iris.all_gather(mine)?;
+        if me % 2 == 0 {
+            ccl::send(ccl, &src, &dst, next)?;
+            ccl::recv(ccl, &dst, prev)?;
+        } else {
+            ccl::recv(ccl, &dst, prev)?;
+            ccl::send(ccl, &src, &dst, next)?;
+        }
+        iris.synchronize()?;
+        problems.extend(compare(
+            &format!("{} ring round {round}: rank {me} from {prev}", T::NAME),
+            &dst.to_vec()?[..n],
+            &all[prev],
+            None,
+        ));
+        // The destination is reused only after every rank has read it.
+        iris.host_barrier()?;
+    }
+    Ok(problems)
+}
+
+#[test]
+fn send_and_recv_around_a_ring_every_type() {
+    for_every_world("send+recv", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(point_to_point_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
+/// A `recv` whose `send` never comes gives up at the world's wait limit and is an error
+/// at the next synchronization, naming the signal wait; a send to itself is refused.
+#[test]
+fn a_recv_without_its_send_is_an_error_not_a_hang() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        let start = std::time::Instant::now();
+        let results = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(std::time::Duration::from_secs(2))
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                let dst = iris.symmetric_zeros::<u32>(16)?;
+                assert!(matches!(
+                    ccl::send(&ccl, &dst, &dst, iris.rank()),
+                    Err(Error::InvalidConfig(_))
+                ));
+                if iris.rank() == 0 {
+                    ccl::recv(&ccl, &dst, 1)?;
+                    return Ok(iris.synchronize().map_err(|e| e.to_string()));
+                }
+                Ok(Ok(()))
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let err = results[0].clone().expect_err("the wait must give up");
+        assert!(err.contains("signal"), "{backend}: {err}");
+        eprintln!("{backend}: gave up after {:.1?}: {err}", start.elapsed());
+    }
+}
+
 #[test]
 fn all_reduce_one_shot_and_two_shot_every_op_and_type() {
     for_every_world("all_reduce", |iris, ccl| {
@@ -586,6 +661,9 @@ fn shapes_are_checked_before_anything_runs() {
             assert!(invalid(ccl::gather(&ccl, &a, &c, 5)));
             assert!(mismatch(ccl::scatter(&ccl, &c, &b, 1)));
             assert!(invalid(ccl::scatter(&ccl, &c, &a, 2)));
+            assert!(mismatch(ccl::send(&ccl, &b, &a, 1 - iris.rank())));
+            assert!(invalid(ccl::send(&ccl, &a, &b, 2)));
+            assert!(invalid(ccl::recv(&ccl, &a, iris.rank())));
             assert!(invalid(ccl::all_reduce(
                 &ccl,
                 &a,

@@ -44,6 +44,10 @@ pub struct Ccl<'ctx> {
     min_occupancy: Cell<u32>,
     sharing: Sharing,
     block_threads: u32,
+    /// Where the point-to-point pair words start in `signals` (see `point_to_point.rs`).
+    pair_words: u64,
+    /// Per peer: messages sent to it and received from it so far.
+    messages: Cell<Vec<[u64; 2]>>,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -116,8 +120,9 @@ impl<'ctx> Ccl<'ctx> {
         let wishes = iris.all_gather(wish)?;
         let slots = wishes.iter().map(|w| w[0]).min().unwrap_or(1).max(1) as u32;
         let block_threads = wishes.iter().map(|w| w[1]).min().unwrap_or(1).max(1) as u32;
-        let signals =
-            iris.symmetric_zeros::<u64>(signals::HEADER_WORDS + slots as usize * world)?;
+        // The barrier's words, then two point-to-point words per rank.
+        let pair_words = signals::HEADER_WORDS + slots as usize * world;
+        let signals = iris.symmetric_zeros::<u64>(pair_words + 2 * world)?;
         // The collectives reach every rank's copy: a provider that cannot (ranks on other
         // nodes, memory that could not be mapped) is refused here on every rank, naming
         // the ranks.
@@ -148,6 +153,8 @@ impl<'ctx> Ccl<'ctx> {
             min_occupancy: Cell::new(occupancy),
             sharing,
             block_threads,
+            pair_words: pair_words as u64,
+            messages: Cell::new(vec![[0; 2]; world]),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;
@@ -296,6 +303,21 @@ impl<'ctx> Ccl<'ctx> {
     /// Threads per block of the collectives' launches.
     pub fn block_threads(&self) -> u32 {
         self.block_threads
+    }
+
+    /// Where the point-to-point words start in [`signals`](Ccl::signals).
+    pub(super) fn pair_words_base(&self) -> u64 {
+        self.pair_words
+    }
+
+    /// The number of the next message to (`sending`) or from `peer`: 1, 2, ..
+    pub(super) fn next_message(&self, peer: usize, sending: bool) -> u64 {
+        let mut messages = self.messages.take();
+        let counter = &mut messages[peer][usize::from(!sending)];
+        *counter += 1;
+        let seq = *counter;
+        self.messages.set(messages);
+        seq
     }
 
     /// Enqueues a device-side barrier on this rank's stream (one thread, no host round

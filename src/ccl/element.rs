@@ -6,7 +6,9 @@
 //! `push__f32__4`, `push__f16__8`, ...). The public API is generic (`all_reduce::<T>`);
 //! a launch picks the instance of `T` from its unit by that name.
 
-use super::{all_gather, all_reduce, all_to_all, broadcast, reduce_scatter, rooted};
+use super::{
+    all_gather, all_reduce, all_to_all, broadcast, point_to_point, reduce_scatter, rooted,
+};
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
 use crate::{Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
@@ -88,6 +90,8 @@ pub enum KernelId {
     Reduce,
     Gather,
     Scatter,
+    Send,
+    Recv,
 }
 
 impl KernelId {
@@ -107,6 +111,8 @@ impl KernelId {
             KernelId::Reduce => (&rooted::kernels::reduce_to_root::UNIT, "reduce_to_root"),
             KernelId::Gather => (&rooted::kernels::gather::UNIT, "gather"),
             KernelId::Scatter => (&rooted::kernels::scatter::UNIT, "scatter"),
+            KernelId::Send => (&point_to_point::kernels::send::UNIT, "send"),
+            KernelId::Recv => (&point_to_point::kernels::recv::UNIT, "recv"),
         }
     }
 

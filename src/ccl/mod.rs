@@ -1,6 +1,6 @@
 //! Collectives over symmetric memory, written in the kernel language: all-gather,
 //! all-reduce (one-shot and two-shot), reduce-scatter, all-to-all, broadcast, the rooted
-//! reduce, gather and scatter, and a device-side barrier.
+//! reduce, gather and scatter, point-to-point send and recv, and a device-side barrier.
 //!
 //! Every rank creates one [`Ccl`] (collectively) and calls the same collectives in the
 //! same order with buffers of the same lengths:
@@ -94,6 +94,7 @@ mod all_to_all;
 mod broadcast;
 mod communicator;
 mod element;
+mod point_to_point;
 mod reduce_scatter;
 mod residency;
 mod rooted;
@@ -109,6 +110,7 @@ pub use element::CclElement;
 pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
+pub use point_to_point::{recv, send};
 pub use reduce_scatter::reduce_scatter;
 pub use rooted::{gather, reduce, scatter};
 pub use signals::kernels_with_barrier;
