@@ -539,6 +539,107 @@ fn a_recv_without_its_send_is_an_error_not_a_hang() {
     }
 }
 
+/// Routing decided on the device: how many elements rank `me` sends each rank.
+#[iris::kernels]
+mod routing {
+    use iris::prelude::*;
+
+    /// `counts[p]` = a skewed, sometimes empty, count for each rank `p` (`salt` varies it):
+    /// rank 0 sends rank 1 a hot 300, others 0 to 39.
+    #[kernel]
+    pub fn route(counts: Symmetric<u64>, me: u32, world: u32, salt: u32) {
+        let p = thread_idx_x();
+        if p < world {
+            let c = if me == 0 && p == 1 {
+                300
+            } else {
+                (me * 7 + p * 13 + salt) % 40
+            };
+            unsafe { *counts.local().add(p as usize) = c as u64 };
+        }
+    }
+}
+
+/// The count `routing::route` gives rank `me` for rank `p`.
+fn routed(me: usize, p: usize, salt: usize) -> usize {
+    if me == 0 && p == 1 {
+        300
+    } else {
+        (me * 7 + p * 13 + salt) % 40
+    }
+}
+
+fn all_to_all_v_of<T: Elem>(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let world = iris.world_size();
+    let me = iris.rank();
+    let mut problems = Vec::new();
+    let send_counts = iris.symmetric_zeros::<u64>(world)?;
+    let recv_counts = iris.symmetric_full::<u64>(world, u64::MAX)?;
+    for salt in [0usize, 5] {
+        // Symmetric buffers are the same size everywhere: room for the most any rank
+        // sends or receives.
+        let capacity = world * 40 + 300;
+        let data = random_vec::<T>(capacity);
+        let input = iris.symmetric_from_slice(&data)?;
+        let inputs = iris.all_gather(data)?;
+        let output = poisoned::<T>(iris, capacity)?;
+        routing::route::launch(
+            iris,
+            (1, 64),
+            &send_counts,
+            me as u32,
+            world as u32,
+            salt as u32,
+        )?;
+        let launched = ccl::all_to_all_v(ccl, &input, &send_counts, &output, &recv_counts)?;
+        ccl.synchronize()?;
+        launched.check()?;
+        let mut want = Vec::new();
+        let mut want_counts = Vec::new();
+        for (s, from) in inputs.iter().enumerate() {
+            let start: usize = (0..me).map(|q| routed(s, q, salt)).sum();
+            let n = routed(s, me, salt);
+            want.extend_from_slice(&from[start..start + n]);
+            want_counts.push(n as u64);
+        }
+        let what = format!("all_to_all_v {} salt {salt} (rank {me})", T::NAME);
+        if recv_counts.to_vec()? != want_counts {
+            problems.push(format!(
+                "{what}: recv counts {:?}, want {want_counts:?}",
+                recv_counts.to_vec()?
+            ));
+        }
+        problems.extend(compare(&what, &output.to_vec()?[..want.len()], &want, None));
+    }
+    // An output too small for what arrives: only what fits is stored, and it is said.
+    let input = iris.symmetric_from_slice(&random_vec::<T>(400))?;
+    let small = iris.symmetric_zeros::<T>(8)?;
+    routing::route::launch(iris, (1, 64), &send_counts, me as u32, world as u32, 0)?;
+    let launched = ccl::all_to_all_v(ccl, &input, &send_counts, &small, &recv_counts)?;
+    ccl.synchronize()?;
+    let sends_past = (0..world).any(|p| {
+        let before: usize = (0..me).map(|s| routed(s, p, 0)).sum();
+        before + routed(me, p, 0) > 8
+    });
+    if launched.check().is_ok() == sends_past {
+        problems.push(format!(
+            "all_to_all_v {} into 8 elements (rank {me}): check() {:?}, but sends past the output: {sends_past}",
+            T::NAME,
+            launched.check()
+        ));
+    }
+    Ok(problems)
+}
+
+#[test]
+fn all_to_all_v_with_counts_written_on_the_device_every_type() {
+    for_every_world("all_to_all_v", |iris, ccl| {
+        let mut out = Vec::new();
+        for_each_type!(all_to_all_v_of, iris, ccl, out);
+        Ok(out)
+    });
+}
+
 #[test]
 fn all_reduce_one_shot_and_two_shot_every_op_and_type() {
     for_every_world("all_reduce", |iris, ccl| {

@@ -7,7 +7,8 @@
 //! a launch picks the instance of `T` from its unit by that name.
 
 use super::{
-    all_gather, all_reduce, all_to_all, broadcast, point_to_point, reduce_scatter, rooted,
+    all_gather, all_reduce, all_to_all, all_to_all_v, broadcast, point_to_point, reduce_scatter,
+    rooted,
 };
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
@@ -92,6 +93,7 @@ pub enum KernelId {
     Scatter,
     Send,
     Recv,
+    AllToAllV,
 }
 
 impl KernelId {
@@ -113,6 +115,7 @@ impl KernelId {
             KernelId::Scatter => (&rooted::kernels::scatter::UNIT, "scatter"),
             KernelId::Send => (&point_to_point::kernels::send::UNIT, "send"),
             KernelId::Recv => (&point_to_point::kernels::recv::UNIT, "recv"),
+            KernelId::AllToAllV => (&all_to_all_v::kernels::all_to_all_v::UNIT, "all_to_all_v"),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Collectives over symmetric memory, written in the kernel language: all-gather,
-//! all-reduce (one-shot and two-shot), reduce-scatter, all-to-all, broadcast, the rooted
+//! all-reduce (one-shot and two-shot), reduce-scatter, all-to-all (also with counts on the
+//! device), broadcast, the rooted
 //! reduce, gather and scatter, point-to-point send and recv, and a device-side barrier.
 //!
 //! Every rank creates one [`Ccl`] (collectively) and calls the same collectives in the
@@ -91,6 +92,7 @@ mod library;
 mod all_gather;
 mod all_reduce;
 mod all_to_all;
+mod all_to_all_v;
 mod broadcast;
 mod communicator;
 mod element;
@@ -103,6 +105,7 @@ mod signals;
 pub use all_gather::{all_gather, AllGatherAlgo};
 pub use all_reduce::{all_reduce, AllReduceAlgo};
 pub use all_to_all::all_to_all;
+pub use all_to_all_v::{all_to_all_v, AllToAllV};
 pub use broadcast::broadcast;
 pub use communicator::Ccl;
 pub use element::CclElement;
