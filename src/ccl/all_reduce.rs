@@ -25,23 +25,7 @@ pub(crate) mod kernels {
         timeout_ns: u64,
     ) {
         if ccl_enter(signals, me, world, timeout_ns) {
-            let op = arg;
-            let stride = (grid_dim_x() * block_dim_x()) as u64;
-            let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-            let nv = n / L as u64;
-            let src = input.cast::<[T; L]>();
-            let vout = output.local().cast::<[T; L]>();
-            let mut i = first;
-            while i < nv {
-                unsafe { *vout.add(i as usize) = reduce_lanes(src.add(i as usize), op, world) };
-                i += stride;
-            }
-            let out = output.local();
-            let mut j = nv * L as u64 + first;
-            while j < n {
-                unsafe { *out.add(j as usize) = reduce(input.add(j as usize), op, world) };
-                j += stride;
-            }
+            reduce_all_into::<T, L>(input, output.local(), n, arg, world);
             ccl_leave(signals, me, world, timeout_ns);
         }
     }

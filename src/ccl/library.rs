@@ -251,4 +251,31 @@ pub(crate) mod reduction {
         }
         out
     }
+
+    /// `output[i]` = `input[i]` of every rank combined in rank order, for `i < n`, the
+    /// grid's threads striding over the elements: whole 16-byte chunks (`L` elements)
+    /// first, then the last few one by one.
+    pub fn reduce_all_into<T: Element, const L: usize>(
+        input: Symmetric<T>,
+        output: *mut T,
+        n: u64,
+        op: u32,
+        world: u32,
+    ) {
+        let stride = (grid_dim_x() * block_dim_x()) as u64;
+        let first = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+        let nv = n / L as u64;
+        let src = input.cast::<[T; L]>();
+        let vout = output as *mut [T; L];
+        let mut i = first;
+        while i < nv {
+            unsafe { *vout.add(i as usize) = reduce_lanes(src.add(i as usize), op, world) };
+            i += stride;
+        }
+        let mut j = nv * L as u64 + first;
+        while j < n {
+            unsafe { *output.add(j as usize) = reduce(input.add(j as usize), op, world) };
+            j += stride;
+        }
+    }
 }
