@@ -69,6 +69,11 @@ def test_collectives_and_put(ctx, dtype):
     for algo in ("push", "pull"):
         ctx.all_gather(x, gathered, algo=algo)
         assert (np.asarray(gathered) == data).all()
+    scattered, broadcast = ctx.zeros(37, dtype), ctx.zeros(37, dtype)
+    ctx.reduce_scatter(x, scattered, op="min")  # one rank: the whole input is its chunk
+    assert (np.asarray(scattered) == data).all()
+    ctx.broadcast(x, broadcast, root=0)
+    assert (np.asarray(broadcast) == data).all()
     src = np.full(5, 9, dtype=dtype)  # an ordinary array: read through its raw address
     ctx.put(src, out, peer=0, offset=30)
     assert (np.asarray(out)[30:35] == 9).all() and (np.asarray(out)[:30] == data[:30]).all()
@@ -91,6 +96,9 @@ def test_argument_errors(ctx):
         (lambda: ctx.all_reduce(a, b, algo="ring"), "one_shot or two_shot"),
         (lambda: ctx.all_gather(a, b, algo="ring"), "push or pull"),
         (lambda: ctx.all_gather(a, ctx.zeros(4)), "all_gather"),  # needs world * n
+        (lambda: ctx.reduce_scatter(a, b, op="prod"), "reduce_scatter: op must be"),
+        (lambda: ctx.reduce_scatter(a, ctx.zeros(4)), "reduce_scatter"),
+        (lambda: ctx.broadcast(a, b, root=1), "root 1"),
         (lambda: ctx.put(np.zeros(4, np.int32), a, peer=0), "src holds int32"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=1), "peer 1"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=0, offset=6), "do not fit"),

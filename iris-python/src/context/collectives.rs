@@ -1,4 +1,5 @@
-//! The collectives of `iris.ccl` through a context: `all_gather`, `all_reduce`.
+//! The collectives of `iris.ccl` through a context: `all_gather`, `all_reduce`,
+//! `reduce_scatter`, `broadcast`.
 
 use super::*;
 
@@ -36,6 +37,55 @@ impl PyContext {
         .map_err(to_py)
     }
 
+    pub(super) fn reduce_scatter_impl(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        op: &str,
+        order: CallOrder,
+    ) -> PyResult<()> {
+        let op = reduce_op("reduce_scatter", op)?;
+        let (i, o, dtype) = self.pair("reduce_scatter", &input, &output)?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], order)?;
+        self.keep(py, sync, &[&input, &output]);
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                dispatch!(dtype, T => {
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
+                    ccl::reduce_scatter(ccl, input, output, op)?;
+                    if sync { ccl.synchronize() } else { Ok(()) }
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+
+    pub(super) fn broadcast_impl(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        root: usize,
+        order: CallOrder,
+    ) -> PyResult<()> {
+        let (i, o, dtype) = self.pair("broadcast", &input, &output)?;
+        let sync = self.order_after_torch(py, &[input.torch_device, output.torch_device], order)?;
+        self.keep(py, sync, &[&input, &output]);
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                dispatch!(dtype, T => {
+                    let (ccl, input, output) = r.collective::<T>(i, o)?;
+                    ccl::broadcast(ccl, input, output, root)?;
+                    if sync { ccl.synchronize() } else { Ok(()) }
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+
     pub(super) fn all_reduce_impl(
         &self,
         py: Python<'_>,
@@ -45,16 +95,7 @@ impl PyContext {
         algo: &str,
         order: CallOrder,
     ) -> PyResult<()> {
-        let op = match op {
-            "sum" => ReduceOp::Sum,
-            "min" => ReduceOp::Min,
-            "max" => ReduceOp::Max,
-            other => {
-                return Err(usage(format!(
-                    "all_reduce: op must be sum, min or max, got {other:?}"
-                )))
-            }
-        };
+        let op = reduce_op("all_reduce", op)?;
         let algo = match algo {
             "one_shot" | "oneshot" => AllReduceAlgo::OneShot,
             "two_shot" | "twoshot" => AllReduceAlgo::TwoShot,
@@ -78,5 +119,17 @@ impl PyContext {
             })
         })
         .map_err(to_py)
+    }
+}
+
+/// The reduction named `op` (`sum`, `min`, `max`), or a usage error naming `what`.
+fn reduce_op(what: &str, op: &str) -> PyResult<ReduceOp> {
+    match op {
+        "sum" => Ok(ReduceOp::Sum),
+        "min" => Ok(ReduceOp::Min),
+        "max" => Ok(ReduceOp::Max),
+        other => Err(usage(format!(
+            "{what}: op must be sum, min or max, got {other:?}"
+        ))),
     }
 }

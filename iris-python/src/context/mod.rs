@@ -256,6 +256,45 @@ impl PyContext {
         )
     }
 
+    /// Reduce-scatter (iris.ccl): `input` is `world` chunks of `output`'s length; chunk
+    /// `r` of every rank's input, combined with `op` (`sum`, `min`, `max`) in rank order,
+    /// lands in rank `r`'s `output`. Collective.
+    #[pyo3(signature = (input, output, op = "sum", sync = None, on_torch_stream = false))]
+    fn reduce_scatter(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        op: &str,
+        sync: Option<bool>,
+        on_torch_stream: bool,
+    ) -> PyResult<()> {
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.reduce_scatter_impl(py, input, output, op, order)
+    }
+
+    /// Broadcast (iris.ccl): rank `root`'s `input` into every rank's `output` (same
+    /// length and dtype). Collective.
+    #[pyo3(signature = (input, output, root = 0, sync = None, on_torch_stream = false))]
+    fn broadcast(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        root: usize,
+        sync: Option<bool>,
+        on_torch_stream: bool,
+    ) -> PyResult<()> {
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.broadcast_impl(py, input, output, root, order)
+    }
+
     /// Stores `src` (a symmetric buffer, a tensor, or an array: its `numel` elements,
     /// read through its raw address) into rank `peer`'s copy of `dst`, from element
     /// `offset` on: the extension's own kernel, which translates each address through
