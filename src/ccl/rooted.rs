@@ -144,19 +144,13 @@ pub fn gather<T: CclElement>(
     output: &SymmetricBuffer<'_, T>,
     root: usize,
 ) -> Result<()> {
-    let root = check_root(ccl, "ccl::gather", root)?;
-    let want = input.len().saturating_mul(ccl.world_size());
-    check_len(
-        "ccl::gather output (world size x input)",
-        want,
-        output.len(),
-    )?;
-    check_buffers(ccl, "ccl::gather", input, output)?;
-    let n = input.len() as u64;
-    if n == 0 {
-        return Ok(());
-    }
-    ccl.launch(KernelId::Gather, input, output, n, root, n)
+    let parts = Parts {
+        what: "ccl::gather",
+        shape: "ccl::gather output (world size x input)",
+        whole: output.len(),
+        part: input.len(),
+    };
+    launch_parts(ccl, KernelId::Gather, parts, input, output, root)
 }
 
 /// Scatter: the root's `input` cut into `world_size` parts, part `r` into rank `r`'s
@@ -170,17 +164,41 @@ pub fn scatter<T: CclElement>(
     output: &SymmetricBuffer<'_, T>,
     root: usize,
 ) -> Result<()> {
-    let root = check_root(ccl, "ccl::scatter", root)?;
-    let want = output.len().saturating_mul(ccl.world_size());
-    check_len(
-        "ccl::scatter input (world size x output)",
-        want,
-        input.len(),
-    )?;
-    check_buffers(ccl, "ccl::scatter", input, output)?;
-    let n = output.len() as u64;
+    let parts = Parts {
+        what: "ccl::scatter",
+        shape: "ccl::scatter input (world size x output)",
+        whole: input.len(),
+        part: output.len(),
+    };
+    launch_parts(ccl, KernelId::Scatter, parts, input, output, root)
+}
+
+/// The shape of a collective that moves one part per rank: the buffer holding every part
+/// (`whole` elements) and the one holding one (`part`).
+struct Parts {
+    what: &'static str,
+    shape: &'static str,
+    whole: usize,
+    part: usize,
+}
+
+/// Checks `parts` (`whole == world_size * part`), the root and the buffers, then launches
+/// `kernel` over `part` elements (nothing for an empty part).
+fn launch_parts<T: CclElement>(
+    ccl: &Ccl<'_>,
+    kernel: KernelId,
+    parts: Parts,
+    input: &SymmetricBuffer<'_, T>,
+    output: &SymmetricBuffer<'_, T>,
+    root: usize,
+) -> Result<()> {
+    let root = check_root(ccl, parts.what, root)?;
+    let want = parts.part.saturating_mul(ccl.world_size());
+    check_len(parts.shape, want, parts.whole)?;
+    check_buffers(ccl, parts.what, input, output)?;
+    let n = parts.part as u64;
     if n == 0 {
         return Ok(());
     }
-    ccl.launch(KernelId::Scatter, input, output, n, root, n)
+    ccl.launch(kernel, input, output, n, root, n)
 }
