@@ -45,10 +45,10 @@ pub(crate) mod kernels {
     }
 
     /// Tells `peer` this rank is ready for message `seq` (its destination is free), then
-    /// waits until `peer`'s data for it has arrived.
+    /// waits until `peer`'s data for it has arrived (the sender writes the destination; the
+    /// element type only names the instance).
     #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
     pub fn recv<T: Element, const L: usize>(
-        dst: Symmetric<T>,
         words: Symmetric<u64>,
         base: u64,
         seq: u64,
@@ -60,7 +60,6 @@ pub(crate) mod kernels {
         signal_block(ready, seq, SignalOp::Set, peer);
         let data = words.add((base + peer as u64) as usize);
         signal_wait_until_block(data, Cmp::Ge, seq);
-        let _ = dst;
     }
 }
 
@@ -137,7 +136,6 @@ pub fn recv<T: CclElement>(ccl: &Ccl<'_>, dst: &SymmetricBuffer<'_, T>, peer: us
     let seq = ccl.next_message(peer, false);
     let iris = ccl.iris();
     let mut args = iris.args(unit, index);
-    args.symmetric(dst)?;
     args.symmetric(ccl.signals())?;
     args.value(ccl.pair_words_base());
     args.value(seq);

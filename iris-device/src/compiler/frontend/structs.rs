@@ -29,14 +29,14 @@ pub fn with_structs<R>(
     items: &[syn::ItemStruct],
     build: impl FnOnce() -> Result<R, Vec<CompileError>>,
 ) -> Result<R, Vec<CompileError>> {
-    let mut table = HashMap::new();
+    STRUCTS.with(|s| s.borrow_mut().clear());
     let mut errors = Vec::new();
     // In declaration order: a struct's fields may name the structs declared before it.
     for item in items {
-        STRUCTS.with(|s| s.replace(table.clone()));
         match struct_type(item) {
             Ok(ty) => {
-                if table.insert(item.ident.to_string(), ty).is_some() {
+                let name = item.ident.to_string();
+                if STRUCTS.with(|s| s.borrow_mut().insert(name, ty)).is_some() {
                     errors.push(CompileError::new(
                         item.ident.span(),
                         format!("the struct `{}` is declared twice", item.ident),
@@ -50,7 +50,6 @@ pub fn with_structs<R>(
         STRUCTS.with(|s| s.borrow_mut().clear());
         return Err(errors);
     }
-    STRUCTS.with(|s| s.replace(table));
     let result = build();
     STRUCTS.with(|s| s.borrow_mut().clear());
     result
