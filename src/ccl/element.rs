@@ -7,8 +7,8 @@
 //! a launch picks the instance of `T` from its unit by that name.
 
 use super::{
-    all_gather, all_reduce, all_to_all, all_to_all_v, broadcast, point_to_point, reduce_scatter,
-    rooted,
+    all_gather, all_reduce, all_to_all, all_to_all_v, broadcast, moe, point_to_point,
+    reduce_scatter, rooted,
 };
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
@@ -94,6 +94,8 @@ pub enum KernelId {
     Send,
     Recv,
     AllToAllV,
+    MoeDispatch,
+    MoeCombine,
 }
 
 impl KernelId {
@@ -116,6 +118,8 @@ impl KernelId {
             KernelId::Send => (&point_to_point::kernels::send::UNIT, "send"),
             KernelId::Recv => (&point_to_point::kernels::recv::UNIT, "recv"),
             KernelId::AllToAllV => (&all_to_all_v::kernels::all_to_all_v::UNIT, "all_to_all_v"),
+            KernelId::MoeDispatch => (&moe::kernels::moe_dispatch::UNIT, "moe_dispatch"),
+            KernelId::MoeCombine => (&moe::kernels::moe_combine::UNIT, "moe_combine"),
         }
     }
 

@@ -186,9 +186,11 @@ fn set_data_layout(module: &Module, tm: &TargetMachine) {
 fn optimise(module: &Module, tm: &TargetMachine) -> Result<(), String> {
     // After inlining, generic pointers that LLVM can trace to block-shared or global
     // memory get their address space back, and the checks made on them (fragment loads
-    // test for shared memory and alignment) fold.
+    // test for shared memory and alignment) fold. A lone `instcombine` checks that one
+    // run reached a fixpoint and aborts the process when it did not (some loop nests
+    // need two): `no-verify-fixpoint` keeps the result and goes on.
     let passes = cstring(
-        "default<O3>,function(infer-address-spaces,instcombine,simplifycfg)",
+        "default<O3>,function(infer-address-spaces,instcombine<no-verify-fixpoint>,simplifycfg)",
         "pipeline",
     )?;
     let opts = PassOptions::new();
