@@ -10,14 +10,14 @@ mod common;
 use std::fmt::Debug;
 
 use common::{backends, world_sizes};
-use iris::ccl::{Ccl, Moe, MoeElement, MoeShape};
+use iris::ccl::{Ccl, FloatElement, Moe, MoeShape};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// What the test needs of a token element type.
-trait Elem: MoeElement + Debug + PartialEq {
+trait Elem: FloatElement + Debug + PartialEq {
     const NAME: &'static str;
     fn of(x: f32) -> Self;
     fn value(self) -> f32;

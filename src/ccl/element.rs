@@ -7,8 +7,8 @@
 //! a launch picks the instance of `T` from its unit by that name.
 
 use super::{
-    all_gather, all_reduce, all_to_all, all_to_all_v, broadcast, moe, point_to_point,
-    reduce_scatter, rooted,
+    all_gather, all_reduce, all_reduce_rmsnorm, all_to_all, all_to_all_v, broadcast, moe,
+    point_to_point, reduce_scatter, rooted,
 };
 use crate::abi::KernelUnit;
 use crate::prelude::{bf16, f16};
@@ -77,6 +77,13 @@ impl CclElement for u64 {
     const KERNEL_LANES: usize = 2;
 }
 
+/// A floating-point element type, for the operations that weight or normalize: `f32`,
+/// `f16`, `bf16` (computed in `f32`, each result rounded once).
+pub trait FloatElement: CclElement {}
+impl FloatElement for f32 {}
+impl FloatElement for f16 {}
+impl FloatElement for bf16 {}
+
 /// Which collective kernel to launch.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +103,7 @@ pub enum KernelId {
     AllToAllV,
     MoeDispatch,
     MoeCombine,
+    AllReduceRmsNorm,
 }
 
 impl KernelId {
@@ -120,6 +128,10 @@ impl KernelId {
             KernelId::AllToAllV => (&all_to_all_v::kernels::all_to_all_v::UNIT, "all_to_all_v"),
             KernelId::MoeDispatch => (&moe::kernels::moe_dispatch::UNIT, "moe_dispatch"),
             KernelId::MoeCombine => (&moe::kernels::moe_combine::UNIT, "moe_combine"),
+            KernelId::AllReduceRmsNorm => (
+                &all_reduce_rmsnorm::kernels::all_reduce_rmsnorm::UNIT,
+                "all_reduce_rmsnorm",
+            ),
         }
     }
 

@@ -186,6 +186,40 @@ pub mod barrier {
         }
     }
 
+    /// [`ccl_enter`] for a kernel whose threads work together (block barriers, warp
+    /// operations): every thread of the block calls it, thread 0 meets the barrier and
+    /// writes the result to `status` (a one-word `shared_array` of the kernel), and every
+    /// thread returns the same, so a split-warp or split-block check can rely on it.
+    /// Pair it with [`ccl_block_leave`].
+    pub fn ccl_block_enter(
+        signals: Symmetric<u64>,
+        status: *mut u32,
+        me: u32,
+        world: u32,
+        timeout_ns: u64,
+    ) -> bool {
+        if thread_idx_x() == 0 {
+            let slot = block_idx_x();
+            let epoch = ccl_epoch(signals, slot, me) + 1;
+            unsafe { *status = ccl_barrier(signals, slot, epoch, me, world, timeout_ns) };
+        }
+        sync_threads();
+        unsafe { *status == 0 }
+    }
+
+    /// [`ccl_leave`] after [`ccl_block_enter`]: every thread of the block calls it; once
+    /// they all have (a block barrier), thread 0 publishes the block's reads and writes and
+    /// waits until every rank's matching block did, then records the slot's epoch.
+    pub fn ccl_block_leave(signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) {
+        sync_threads();
+        if thread_idx_x() == 0 {
+            let slot = block_idx_x();
+            let epoch = ccl_epoch(signals, slot, me) + 2;
+            ccl_barrier(signals, slot, epoch, me, world, timeout_ns);
+            ccl_epoch_done(signals, slot, me, epoch);
+        }
+    }
+
     /// `ccl_signal` then `ccl_wait`.
     pub fn ccl_barrier(
         signals: Symmetric<u64>,

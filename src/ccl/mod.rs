@@ -91,6 +91,7 @@
 mod library;
 mod all_gather;
 mod all_reduce;
+mod all_reduce_rmsnorm;
 mod all_to_all;
 mod all_to_all_v;
 mod broadcast;
@@ -105,16 +106,17 @@ mod signals;
 
 pub use all_gather::{all_gather, AllGatherAlgo};
 pub use all_reduce::{all_reduce, AllReduceAlgo};
+pub use all_reduce_rmsnorm::{all_reduce_rmsnorm, RmsNorm};
 pub use all_to_all::all_to_all;
 pub use all_to_all_v::{all_to_all_v, AllToAllV};
 pub use broadcast::broadcast;
 pub use communicator::Ccl;
-pub use element::CclElement;
+pub use element::{CclElement, FloatElement};
 #[doc(hidden)]
 pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
-pub use moe::{Moe, MoeElement, MoeShape};
+pub use moe::{Moe, MoeShape};
 pub use point_to_point::{recv, send};
 pub use reduce_scatter::reduce_scatter;
 pub use rooted::{gather, reduce, scatter};

@@ -4,8 +4,7 @@
 //! [`Moe::combine`] brings the experts' outputs back and sums each token's, weighted.
 //! The routing is read on the device: no host round trip decides the shapes.
 
-use super::{check_len, Ccl, CclElement, KernelId};
-use crate::prelude::{bf16, f16};
+use super::{check_len, Ccl, FloatElement, KernelId};
 use crate::{Buffer, Error, LaunchConfig, Result, SymmetricBuffer};
 
 /// The kernels. The layout kernels (`moe_count`, `moe_scan`) are local; `moe_layout`,
@@ -295,20 +294,6 @@ pub(crate) mod kernels {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for super::f16 {}
-    impl Sealed for super::bf16 {}
-}
-
-/// An element type of the tokens [`Moe`] moves: `f32`, `f16`, `bf16` (weighted sums run
-/// in `f32`, rounded once).
-pub trait MoeElement: CclElement + sealed::Sealed {}
-impl MoeElement for f32 {}
-impl MoeElement for f16 {}
-impl MoeElement for bf16 {}
-
 /// The shape of an expert-parallel layer's token exchange, the same on every rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MoeShape {
@@ -434,7 +419,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     /// `recv` (`capacity * hidden` elements) in the layout [`Moe`] describes, and sets
     /// [`recv_counts`](Moe::recv_counts). Collective, asynchronous: four launches on the
     /// rank's stream, the routing read on the device.
-    pub fn dispatch<T: MoeElement>(
+    pub fn dispatch<T: FloatElement>(
         &self,
         x: &Buffer<'_, T>,
         idx: &Buffer<'_, i64>,
@@ -474,7 +459,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     /// after the experts' work; it may be `recv` itself), summed in `f32`. `idx` is the
     /// routing table that dispatch used. Slots with no expert, or whose row did not fit,
     /// add nothing. Collective, asynchronous: one launch.
-    pub fn combine<T: MoeElement>(
+    pub fn combine<T: FloatElement>(
         &self,
         expert_out: &SymmetricBuffer<'_, T>,
         idx: &Buffer<'_, i64>,

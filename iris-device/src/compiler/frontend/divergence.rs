@@ -24,6 +24,10 @@
 //!
 //! Device functions assume their parameters agree across the block (the call sites are
 //! checked instead): the pass reports what is certainly split, never a correct program.
+//! A call's result has the level of what the function returns, found the same way: a
+//! function that meets the block barrier and returns a word every thread read from the
+//! same shared address returns a value the block agrees on, one that returns what a
+//! thread's own wait saw does not.
 
 use super::super::kernel_ir::{
     BinaryOp, Block, Dim, Expr, ExprKind, Function, Intrinsic, Place, ShuffleKind, Stmt,
@@ -47,54 +51,40 @@ enum Together {
 
 /// The first split warp operation or block barrier of each function, as errors.
 pub fn check(functions: &[Function]) -> Vec<CompileError> {
-    let thread_results = thread_varying_results(functions);
+    let results = result_levels(functions);
     let mut errors = Vec::new();
     for f in functions {
-        let mut pass = Pass {
-            f,
-            functions,
-            thread_results: &thread_results,
-            locals: vec![Level::Block; f.locals.len()],
-            thread_index: vec![false; f.locals.len()],
-            loop_exits: Vec::new(),
-            returned: Level::Block,
-            error: None,
-            report: true,
-        };
+        let mut pass = Pass::new(f, functions, &results, true);
         pass.block(&f.body, Level::Block);
         errors.extend(pass.error);
     }
     errors
 }
 
-/// For each function, whether its result can differ between the threads of a warp
-/// whatever its arguments: it reads a thread index, a lane, a shuffle, an atomic or a
-/// clock, or calls a function that does.
-fn thread_varying_results(functions: &[Function]) -> Vec<bool> {
-    let mut varying: Vec<bool> = functions
-        .iter()
-        .map(|f| {
-            let mut found = false;
-            f.body.walk(&mut |e| {
-                if let ExprKind::Intrinsic(op) = &e.kind {
-                    found |= intrinsic_result(op) == Some(Level::Thread);
-                }
-            });
-            found
-        })
-        .collect();
-    let callees: Vec<Vec<usize>> = functions.iter().map(Function::callees).collect();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (i, calls) in callees.iter().enumerate() {
-            if !varying[i] && calls.iter().any(|&c| varying[c]) {
-                varying[i] = true;
+/// For each function, the widest group of threads certain to agree on its result when
+/// they agree on its arguments: the narrowest level of the values it returns and of the
+/// conditions it returns under (`if thread_idx_x() == 0 { return 1; }` makes the result
+/// the thread's). A call's result is at that level, or its arguments' if narrower.
+/// Calls form no cycles, so repeating until nothing changes ends within as many rounds
+/// as the call chain is deep.
+fn result_levels(functions: &[Function]) -> Vec<Level> {
+    let mut levels = vec![Level::Block; functions.len()];
+    for _ in 0..=functions.len() {
+        let mut changed = false;
+        for (i, f) in functions.iter().enumerate() {
+            let mut pass = Pass::new(f, functions, &levels, false);
+            let tail = pass.block(&f.body, Level::Block);
+            let level = pass.result.max(tail).max(pass.returned);
+            if level > levels[i] {
+                levels[i] = level;
                 changed = true;
             }
         }
+        if !changed {
+            break;
+        }
     }
-    varying
+    levels
 }
 
 /// The level of an intrinsic's result when it does not follow its operands'.
@@ -148,7 +138,8 @@ fn intrinsic_needs(op: &Intrinsic) -> Option<(Together, &'static str)> {
 struct Pass<'a> {
     f: &'a Function,
     functions: &'a [Function],
-    thread_results: &'a [bool],
+    /// Per function: the level of its result (see [`result_levels`]).
+    results: &'a [Level],
     locals: Vec<Level>,
     /// Per local: whether it holds a thread index plus a value the block agrees on.
     thread_index: Vec<bool>,
@@ -156,6 +147,8 @@ struct Pass<'a> {
     loop_exits: Vec<Level>,
     /// In a device function: the narrowest level a `return` was taken at so far.
     returned: Level,
+    /// The narrowest level of a value returned so far.
+    result: Level,
     error: Option<CompileError>,
     /// Whether to report (off while a loop's levels are still changing).
     report: bool,
@@ -164,7 +157,22 @@ struct Pass<'a> {
 /// The locals' levels and thread-index facts at one point.
 type State = (Vec<Level>, Vec<bool>);
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
+    fn new(f: &'a Function, functions: &'a [Function], results: &'a [Level], report: bool) -> Self {
+        Pass {
+            f,
+            functions,
+            results,
+            locals: vec![Level::Block; f.locals.len()],
+            thread_index: vec![false; f.locals.len()],
+            loop_exits: Vec::new(),
+            returned: Level::Block,
+            result: Level::Block,
+            error: None,
+            report,
+        }
+    }
+
     fn assign(&mut self, local: usize, level: Level, value: Option<&Expr>) {
         self.thread_index[local] = value.is_some_and(|v| self.is_thread_index(v));
         self.locals[local] = level;
@@ -311,7 +319,8 @@ impl Pass<'_> {
             }
             ExprKind::Return(value) => {
                 if let Some(v) = value {
-                    self.expr(v, control);
+                    let level = self.expr(v, control);
+                    self.result = self.result.max(level);
                 }
                 if !self.f.is_kernel {
                     self.returned = self.returned.max(control);
@@ -335,11 +344,7 @@ impl Pass<'_> {
                     let what = format!("a call of `{}`, which uses warp operations,", callee.name);
                     self.require(Together::Warp, &what, control, e);
                 }
-                if self.thread_results[*func] {
-                    Level::Thread
-                } else {
-                    level
-                }
+                level.max(self.results[*func])
             }
             ExprKind::Intrinsic(op) => {
                 let mut level = Level::Block;
@@ -447,7 +452,7 @@ impl Pass<'_> {
             level = level.max(match &x.kind {
                 ExprKind::Local(id) => self.locals[*id],
                 ExprKind::Intrinsic(op) => intrinsic_result(op).unwrap_or(Level::Block),
-                ExprKind::Call { func, .. } if self.thread_results[*func] => Level::Thread,
+                ExprKind::Call { func, .. } => self.results[*func],
                 _ => Level::Block,
             })
         });

@@ -495,3 +495,54 @@ fn match_on_numbers_and_bools_builds() {
     let e = err(r#"fn k(p: *mut u32, a: u32) { let x = match a { _ => 1u32, 2 => 3 }; }"#);
     assert!(e.contains("make it the last"), "{e}");
 }
+
+/// A device function's result is at the level of what it returns: a word every thread
+/// read from one shared address after a block barrier is agreed on (a branch on it may
+/// hold warp operations and barriers); what a thread's own load, a lane or a branch on
+/// the thread returned is not.
+#[test]
+fn a_call_is_agreed_on_when_what_its_function_returns_is() {
+    let unit = |kernel: &str, helper: &str| {
+        let items: Vec<(syn::ItemFn, bool)> = [(kernel, true), (helper, false)]
+            .iter()
+            .map(|(src, is_kernel)| (syn::parse_str(src).unwrap(), *is_kernel))
+            .collect();
+        build_unit("t", &items).map_err(|e| e[0].message.clone())
+    };
+    let kernel = r#"pub fn k(p: *mut u32, out: *mut f32) {
+        let status = shared_array::<u32, 1>();
+        if agreed(p, status) {
+            let v = warp_reduce_add(1.0f32);
+            sync_threads();
+            unsafe { *out = v };
+        }
+    }"#;
+    let shared = r#"fn agreed(p: *mut u32, status: *mut u32) -> bool {
+        if thread_idx_x() == 0 { unsafe { *status = *p + global_timer_ns() as u32 }; }
+        sync_threads();
+        unsafe { *status == 0 }
+    }"#;
+    if let Err(e) = unit(kernel, shared) {
+        panic!("rejected:\n{kernel}\n{shared}\n{e}");
+    }
+    for helper in [
+        r#"fn agreed(p: *mut u32, status: *mut u32) -> bool {
+            unsafe { *p.add(thread_idx_x() as usize) == 0 }
+        }"#,
+        r#"fn agreed(p: *mut u32, status: *mut u32) -> bool {
+            if lane_id() == 3 { return false; }
+            true
+        }"#,
+        r#"fn agreed(p: *mut u32, status: *mut u32) -> bool {
+            global_timer_ns() % 2 == 0
+        }"#,
+    ] {
+        match unit(kernel, helper) {
+            Ok(_) => panic!("accepted:\n{helper}"),
+            Err(e) => assert!(
+                e.contains("a warp reduction") && e.contains("branch"),
+                "{e}"
+            ),
+        }
+    }
+}
