@@ -7,7 +7,7 @@ mod common;
 use std::fmt::Debug;
 
 use common::{backends, world_sizes};
-use iris::ccl::{self, AllReduceAlgo, Ccl, FloatElement, RmsNorm};
+use iris::ccl::{self, AllReduceAlgo, Ccl, FloatElement};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
 use rand::rngs::StdRng;
@@ -82,8 +82,7 @@ fn rmsnorm_of<T: Elem>(
     let residual = iris.symmetric_from_slice(&residual0)?;
     let output = iris.symmetric_full(n, T::of(-99.0))?;
     let gamma = iris.from_slice(&gamma0)?;
-    let norm = RmsNorm { gamma: &gamma, eps };
-    ccl::all_reduce_rmsnorm(ccl, &input, &residual, &norm, &output, algo)?;
+    ccl::all_reduce_rmsnorm(ccl, &input, &residual, &gamma, eps, &output, algo)?;
     ccl.synchronize()?;
     let (got_res, got_out) = (residual.to_vec()?, output.to_vec()?);
     let mut problems = Vec::new();
@@ -185,39 +184,27 @@ fn all_reduce_rmsnorm_shapes_are_checked_before_anything_runs() {
             let residual = iris.symmetric_zeros::<f32>(100)?;
             let output = iris.symmetric_zeros::<f32>(100)?;
             let gamma = iris.zeros::<f32>(30)?;
-            let norm = RmsNorm {
-                gamma: &gamma,
-                eps: 1e-6,
-            };
             let one = AllReduceAlgo::OneShot;
-            match ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &norm, &output, one) {
+            match ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, 1e-6, &output, one) {
                 Err(Error::InvalidConfig(m)) => assert!(m.contains("whole rows"), "{m}"),
                 other => panic!("100 elements in rows of 30: {other:?}"),
             }
             let gamma = iris.zeros::<f32>(25)?;
             let short = iris.symmetric_zeros::<f32>(75)?;
-            let norm = RmsNorm {
-                gamma: &gamma,
-                eps: 1e-6,
-            };
             assert!(matches!(
-                ccl::all_reduce_rmsnorm(&ccl, &input, &short, &norm, &output, one),
+                ccl::all_reduce_rmsnorm(&ccl, &input, &short, &gamma, 1e-6, &output, one),
                 Err(Error::LengthMismatch {
                     expected: 100,
                     got: 75,
                     ..
                 })
             ));
-            match ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &norm, &residual, one) {
+            match ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, 1e-6, &residual, one) {
                 Err(Error::InvalidConfig(m)) => assert!(m.contains("same allocation"), "{m}"),
                 other => panic!("residual as output: {other:?}"),
             }
-            let bad = RmsNorm {
-                gamma: &gamma,
-                eps: f32::NAN,
-            };
             assert!(matches!(
-                ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &bad, &output, one),
+                ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, f32::NAN, &output, one),
                 Err(Error::InvalidConfig(_))
             ));
             ccl.synchronize()

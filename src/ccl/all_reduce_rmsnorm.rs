@@ -2,8 +2,8 @@
 //! tensor-parallel transformer layer: one kernel instead of an all-reduce, an add and a
 //! normalization, each of which would read and write the whole activation.
 
-use super::{check_buffers, check_len, AllReduceAlgo, Ccl, FloatElement, KernelId};
-use crate::{Buffer, Error, LaunchConfig, Result, SymmetricBuffer};
+use super::{check_buffers, check_len, AllReduceAlgo, Ccl, FloatElement, KernelId, LocalArray};
+use crate::{Error, LaunchConfig, Result, SymmetricBuffer};
 
 /// The kernels, one per element type `T` with `L` elements in 16 bytes.
 #[iris::kernels(uses(crate::ccl::barrier))]
@@ -152,20 +152,13 @@ pub(crate) mod kernels {
     }
 }
 
-/// The RMSNorm that follows an all-reduce: `y = x * gamma / sqrt(mean(x²) + eps)` over
-/// each row of `gamma.len()` elements.
-pub struct RmsNorm<'a, 'ctx, T: FloatElement> {
-    /// The per-element scale, one row (`hidden` elements).
-    pub gamma: &'a Buffer<'ctx, T>,
-    /// Added to the mean of squares before the square root.
-    pub eps: f32,
-}
-
 /// All-reduce, residual add and RMSNorm in one kernel, as a tensor-parallel layer ends:
-/// for each row of `hidden = norm.gamma.len()` elements, `sum` = every rank's `input`
+/// for each row of `hidden = gamma.len()` elements, `sum` = every rank's `input`
 /// row added in rank order in `f32`, plus this rank's `residual` row; `residual` becomes
 /// `sum` rounded to `T` (the next layer's residual), and `output` = `residual * gamma /
 /// sqrt(mean(residual²) + eps)` (in `f32` from the rounded residual, rounded once).
+/// `gamma` is this rank's (a [`Buffer`](crate::Buffer), or the local copy of a symmetric
+/// buffer); `eps` a finite number `>= 0`.
 ///
 /// `algo`: [`AllReduceAlgo::OneShot`] computes every row on every rank (reads `(W-1)·n`);
 /// [`AllReduceAlgo::TwoShot`] computes every `W`-th row on each rank and stores the row's
@@ -181,7 +174,7 @@ pub struct RmsNorm<'a, 'ctx, T: FloatElement> {
 /// arrived.
 ///
 /// ```
-/// use iris::ccl::{self, AllReduceAlgo, Ccl, RmsNorm};
+/// use iris::ccl::{self, AllReduceAlgo, Ccl};
 /// use iris::prelude::bf16;
 /// use iris::World;
 ///
@@ -193,8 +186,7 @@ pub struct RmsNorm<'a, 'ctx, T: FloatElement> {
 ///     let residual = iris.symmetric_full(rows * hidden, bf16::from_f32(1.0))?;
 ///     let out = iris.symmetric_zeros::<bf16>(rows * hidden)?;
 ///     let gamma = iris.full(hidden, bf16::from_f32(0.5))?;
-///     let norm = RmsNorm { gamma: &gamma, eps: 0.0 };
-///     ccl::all_reduce_rmsnorm(&ccl, &partial, &residual, &norm, &out, AllReduceAlgo::OneShot)?;
+///     ccl::all_reduce_rmsnorm(&ccl, &partial, &residual, &gamma, 0.0, &out, AllReduceAlgo::OneShot)?;
 ///     ccl.synchronize()?;
 ///     // 1 + 1 + 1 = 3 everywhere: its RMS is 3, so every output is 0.5.
 ///     assert!(residual.to_vec()?.iter().all(|x| x.to_f32() == 3.0));
@@ -208,12 +200,13 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
     ccl: &Ccl<'_>,
     input: &SymmetricBuffer<'_, T>,
     residual: &SymmetricBuffer<'_, T>,
-    norm: &RmsNorm<'_, '_, T>,
+    gamma: &impl LocalArray<T>,
+    eps: f32,
     output: &SymmetricBuffer<'_, T>,
     algo: AllReduceAlgo,
 ) -> Result<()> {
     let what = "ccl::all_reduce_rmsnorm";
-    let hidden = norm.gamma.len();
+    let hidden = gamma.len();
     if hidden == 0 || input.len() % hidden != 0 {
         return Err(Error::InvalidConfig(format!(
             "{what}: the input's {} elements are not whole rows of gamma's {hidden}",
@@ -233,10 +226,9 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
     check_buffers(ccl, what, input, output)?;
     check_buffers(ccl, what, input, residual)?;
     check_buffers(ccl, what, residual, output)?;
-    if !norm.eps.is_finite() || norm.eps < 0.0 {
+    if !eps.is_finite() || eps < 0.0 {
         return Err(Error::InvalidConfig(format!(
-            "{what}: eps {} is not a finite number >= 0",
-            norm.eps
+            "{what}: eps {eps} is not a finite number >= 0"
         )));
     }
     let rows = input.len() / hidden;
@@ -253,12 +245,12 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
     let mut args = iris.args(kernel.unit(), kernel.index::<T>()?);
     args.symmetric(input)?;
     args.symmetric(residual)?;
-    args.pointer(norm.gamma)?;
+    args.pointer(&gamma.local_ptr())?;
     args.symmetric(output)?;
     args.symmetric(ccl.signals())?;
     args.value(rows as u64);
     args.value(hidden as u64);
-    args.value(norm.eps);
+    args.value(eps);
     args.value(u32::from(two_shot));
     args.value(ccl.rank() as u32);
     args.value(world as u32);

@@ -69,8 +69,23 @@ pub(crate) mod kernels {
                         unsafe { *overflow = 2 };
                     }
                 }
+                // 16 bytes a thread where both ends of the segment are 16-byte aligned
+                // (the counts before it are whole vectors), the rest element by element.
+                let lanes = L as u64;
+                let vectors = if src_at % lanes == 0 && dst_at % lanes == 0 {
+                    n / lanes
+                } else {
+                    0
+                };
+                let vsrc = unsafe { src.add(src_at as usize) }.cast::<[T; L]>();
+                let vdst = output.add(dst_at as usize).cast::<[T; L]>();
+                let mut v = first;
+                while v < vectors {
+                    store(vdst.add(v as usize), unsafe { *vsrc.add(v as usize) }, peer);
+                    v += stride;
+                }
                 let dst = output.add(dst_at as usize);
-                let mut i = first;
+                let mut i = vectors * lanes + first;
                 while i < n {
                     store(
                         dst.add(i as usize),

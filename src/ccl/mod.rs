@@ -106,7 +106,7 @@ mod signals;
 
 pub use all_gather::{all_gather, AllGatherAlgo};
 pub use all_reduce::{all_reduce, AllReduceAlgo};
-pub use all_reduce_rmsnorm::{all_reduce_rmsnorm, RmsNorm};
+pub use all_reduce_rmsnorm::all_reduce_rmsnorm;
 pub use all_to_all::all_to_all;
 pub use all_to_all_v::{all_to_all_v, AllToAllV};
 pub use broadcast::broadcast;
@@ -122,7 +122,39 @@ pub use reduce_scatter::reduce_scatter;
 pub use rooted::{gather, reduce, scatter};
 pub use signals::kernels_with_barrier;
 
-use crate::{Error, Result, SymmetricBuffer};
+use crate::{Buffer, DevicePtr, Error, Pod, Result, SymmetricBuffer};
+
+/// An array of this rank that an operation reads or writes only here (tokens, routing
+/// tables, weights, norm scales): a [`Buffer`], or this rank's copy of a
+/// [`SymmetricBuffer`].
+pub trait LocalArray<T: Pod> {
+    /// The first element on the device.
+    fn local_ptr(&self) -> DevicePtr<T>;
+    /// Elements.
+    fn len(&self) -> usize;
+    /// Whether it holds no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T: Pod> LocalArray<T> for Buffer<'_, T> {
+    fn local_ptr(&self) -> DevicePtr<T> {
+        self.device_ptr()
+    }
+    fn len(&self) -> usize {
+        Buffer::len(self)
+    }
+}
+
+impl<T: Pod> LocalArray<T> for SymmetricBuffer<'_, T> {
+    fn local_ptr(&self) -> DevicePtr<T> {
+        SymmetricBuffer::local_ptr(self)
+    }
+    fn len(&self) -> usize {
+        SymmetricBuffer::len(self)
+    }
+}
 
 /// How a reduction combines the ranks' elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@
 //! [`Moe::combine`] brings the experts' outputs back and sums each token's, weighted.
 //! The routing is read on the device: no host round trip decides the shapes.
 
-use super::{check_len, Ccl, FloatElement, KernelId};
+use super::{check_len, Ccl, FloatElement, KernelId, LocalArray};
 use crate::{Buffer, Error, LaunchConfig, Result, SymmetricBuffer};
 
 /// The kernels. The layout kernels (`moe_count`, `moe_scan`) are local; `moe_layout`,
@@ -414,15 +414,16 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         self.shape
     }
 
-    /// Sends each token of `x` (`tokens * hidden` elements, token after token) to the rank
+    /// Sends each token of `x` (`tokens * hidden` elements, token after token; a
+    /// [`Buffer`] or this rank's copy of a symmetric buffer, as `idx`) to the rank
     /// of every expert `idx` names for it (`tokens * top_k` expert ids), into that rank's
     /// `recv` (`capacity * hidden` elements) in the layout [`Moe`] describes, and sets
     /// [`recv_counts`](Moe::recv_counts). Collective, asynchronous: four launches on the
     /// rank's stream, the routing read on the device.
     pub fn dispatch<T: FloatElement>(
         &self,
-        x: &Buffer<'_, T>,
-        idx: &Buffer<'_, i64>,
+        x: &impl LocalArray<T>,
+        idx: &impl LocalArray<i64>,
         recv: &SymmetricBuffer<'_, T>,
     ) -> Result<()> {
         let s = self.shape;
@@ -443,8 +444,8 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             KernelId::MoeDispatch.unit(),
             KernelId::MoeDispatch.index::<T>()?,
         );
-        args.pointer(x)?;
-        args.pointer(idx)?;
+        args.pointer(&x.local_ptr())?;
+        args.pointer(&idx.local_ptr())?;
         args.pointer(&self.base)?;
         args.pointer(&self.slots)?;
         args.symmetric(recv)?;
@@ -462,9 +463,9 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     pub fn combine<T: FloatElement>(
         &self,
         expert_out: &SymmetricBuffer<'_, T>,
-        idx: &Buffer<'_, i64>,
-        weights: &Buffer<'_, f32>,
-        out: &Buffer<'_, T>,
+        idx: &impl LocalArray<i64>,
+        weights: &impl LocalArray<f32>,
+        out: &impl LocalArray<T>,
     ) -> Result<()> {
         let s = self.shape;
         check_len(
@@ -489,11 +490,11 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             KernelId::MoeCombine.index::<T>()?,
         );
         args.symmetric(expert_out)?;
-        args.pointer(idx)?;
-        args.pointer(weights)?;
+        args.pointer(&idx.local_ptr())?;
+        args.pointer(&weights.local_ptr())?;
         args.pointer(&self.base)?;
         args.pointer(&self.slots)?;
-        args.pointer(out)?;
+        args.pointer(&out.local_ptr())?;
         self.tail(&mut args, &[s.hidden as u64, s.capacity as u64])?;
         iris.launch(self.framed()?, args)
     }
@@ -524,7 +525,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
 
     /// The layout of `idx`'s routing: chunk counts, this rank's totals, then (after every
     /// rank's) each pair's row.
-    fn layout(&self, idx: &Buffer<'_, i64>) -> Result<()> {
+    fn layout(&self, idx: &impl LocalArray<i64>) -> Result<()> {
         let s = self.shape;
         let iris = self.ccl.iris();
         let threads = self.ccl.block_threads();
@@ -533,7 +534,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         kernels::moe_count::launch(
             iris,
             LaunchConfig::linear(blocks(chunks * s.experts), threads),
-            idx,
+            &idx.local_ptr(),
             &self.chunk_counts,
             &self.overflow,
             s.tokens as u64,
@@ -551,7 +552,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         kernels::moe_layout::launch(
             iris,
             self.framed()?,
-            idx,
+            &idx.local_ptr(),
             &self.chunk_counts,
             &self.totals,
             &self.base,
@@ -591,7 +592,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     }
 
     /// `idx` holds `tokens * top_k` expert ids.
-    fn check_routing(&self, idx: &Buffer<'_, i64>) -> Result<()> {
+    fn check_routing(&self, idx: &impl LocalArray<i64>) -> Result<()> {
         check_len(
             "ccl::Moe routing table idx (tokens x top_k)",
             self.shape.tokens * self.shape.top_k,

@@ -1,0 +1,533 @@
+//! The newer collectives against the unfused iris sequence doing the same work and the
+//! device's copy ceiling, measured in one run, ranks as threads of one process:
+//!
+//! - `all_to_all_v` (counts on the device) against `all_to_all` (fixed counts) moving the
+//!   same bytes.
+//! - MoE `dispatch` and `combine` at DeepSeek-V3's shapes (hidden 7168, top-8, 256 experts
+//!   over the ranks, 4096 tokens a rank, bf16, routing uniform at random) against the
+//!   unfused sequence: a local permute kernel (rows in destination order, the order
+//!   computed on the host beforehand and not timed) then `all_to_all_v`; back,
+//!   `all_to_all_v` then a weighted gather kernel.
+//! - `all_reduce_rmsnorm` against `all_reduce` followed by an add + RMSNorm kernel, both
+//!   algorithms, the best of each side compared.
+//!
+//! The ceiling is a device-to-device copy of the bytes each operation reads and writes on
+//! the one device the ranks share (every byte read once, written once).
+//!
+//! ```text
+//! cargo bench --bench ccl_ops -- [--ranks 4] [--iters 20] [--tokens 4096]
+//! ```
+//! On the CPU backend it runs small shapes once (a check that it works, not a speed).
+//! The last lines are a table: case, ms (median over iters, slowest rank), GB/s, and the
+//! ratio to the compared way (below 1: faster).
+
+use std::time::Instant;
+
+use iris::ccl::{self, AllReduceAlgo, Ccl, Moe, MoeShape};
+use iris::prelude::bf16;
+use iris::{BackendKind, Buffer, Iris, LaunchConfig, World};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+#[iris::kernels]
+mod unfused {
+    use iris::prelude::*;
+
+    /// `send[r] = x[token[r]]`, rows of `hidden` (16-byte vectors), one block a row.
+    #[kernel(instances(T = [bf16]))]
+    pub fn permute_rows<T: Element>(
+        x: *const [T; 8],
+        token: *const u64,
+        send: *mut [T; 8],
+        rows: u64,
+        vectors: u64,
+    ) {
+        let mut r = block_idx_x() as u64;
+        while r < rows {
+            let from = unsafe { *token.add(r as usize) };
+            let mut v = thread_idx_x() as u64;
+            while v < vectors {
+                unsafe {
+                    *send.add((r * vectors + v) as usize) = *x.add((from * vectors + v) as usize)
+                };
+                v += block_dim_x() as u64;
+            }
+            r += grid_dim_x() as u64;
+        }
+    }
+
+    /// `dst[i] = src[i]` for `n` 16-byte vectors, grid-stride.
+    #[kernel]
+    pub fn copy_vectors(src: *const [u32; 4], dst: *mut [u32; 4], n: u64) {
+        let stride = (grid_dim_x() * block_dim_x()) as u64;
+        let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+        while i < n {
+            unsafe { *dst.add(i as usize) = *src.add(i as usize) };
+            i += stride;
+        }
+    }
+
+    /// `out[t] = Σ_k w[t, k] · back[pos[t, k]]` in f32 (`pos` u64::MAX: nothing).
+    #[kernel(instances(T = [bf16]))]
+    pub fn weighted_gather<T: Element>(
+        back: *const [T; 8],
+        pos: *const u64,
+        w: *const f32,
+        out: *mut [T; 8],
+        tokens: u64,
+        top_k: u64,
+        vectors: u64,
+    ) {
+        let mut t = block_idx_x() as u64;
+        while t < tokens {
+            let mut v = thread_idx_x() as u64;
+            while v < vectors {
+                let mut acc = [0.0f32; 8];
+                for k in 0..top_k {
+                    let p = unsafe { *pos.add((t * top_k + k) as usize) };
+                    if p != u64::MAX {
+                        let wk = unsafe { *w.add((t * top_k + k) as usize) };
+                        let row = unsafe { *back.add((p * vectors + v) as usize) };
+                        for l in 0..8 {
+                            acc[l] += wk * row[l].to_f32();
+                        }
+                    }
+                }
+                let mut y = [T::ZERO; 8];
+                for l in 0..8 {
+                    y[l] = T::from_f32(acc[l]);
+                }
+                unsafe { *out.add((t * vectors + v) as usize) = y };
+                v += block_dim_x() as u64;
+            }
+            t += grid_dim_x() as u64;
+        }
+    }
+
+    /// `residual += sum`, then `out = residual * gamma / sqrt(mean(residual²) + eps)`,
+    /// one block a row (`hidden` a multiple of 8).
+    #[kernel(instances(T = [bf16]))]
+    pub fn add_rmsnorm<T: Element>(
+        sum: *const [T; 8],
+        residual: *mut [T; 8],
+        gamma: *const [T; 8],
+        out: *mut [T; 8],
+        rows: u64,
+        vectors: u64,
+        eps: f32,
+    ) {
+        let partial = shared_array::<f32, 32>();
+        let mut row = block_idx_x() as u64;
+        while row < rows {
+            let mut squares = 0.0f32;
+            let mut v = thread_idx_x() as u64;
+            while v < vectors {
+                let at = (row * vectors + v) as usize;
+                let (s, r) = unsafe { (*sum.add(at), *residual.add(at)) };
+                let mut y = [T::ZERO; 8];
+                for l in 0..8 {
+                    y[l] = T::from_f32(s[l].to_f32() + r[l].to_f32());
+                    squares += y[l].to_f32() * y[l].to_f32();
+                }
+                unsafe { *residual.add(at) = y };
+                v += block_dim_x() as u64;
+            }
+            let in_warp = warp_reduce_add(squares);
+            if lane_id() == 0 {
+                unsafe { *partial.add(warp_id() as usize) = in_warp };
+            }
+            sync_threads();
+            let mut total = 0.0f32;
+            for w in 0..block_dim_x() / warp_size() {
+                total += unsafe { *partial.add(w as usize) };
+            }
+            sync_threads();
+            let scale = 1.0f32 / (total / (vectors * 8) as f32 + eps).sqrt();
+            let mut v = thread_idx_x() as u64;
+            while v < vectors {
+                let at = (row * vectors + v) as usize;
+                let (r, g) = unsafe { (*residual.add(at), *gamma.add(v as usize)) };
+                let mut y = [T::ZERO; 8];
+                for l in 0..8 {
+                    y[l] = T::from_f32(r[l].to_f32() * scale * g[l].to_f32());
+                }
+                unsafe { *out.add(at) = y };
+                v += block_dim_x() as u64;
+            }
+            row += grid_dim_x() as u64;
+        }
+    }
+}
+
+/// One result row.
+struct Row {
+    case: String,
+    ms: f64,
+    bytes: f64,
+    against: Option<(String, f64)>,
+}
+
+fn arg(name: &str) -> Option<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The median over `iters` of the slowest rank's time of `work` (device events, every
+/// rank starting after a host barrier), after one untimed run.
+fn time(
+    iris: &Iris,
+    iters: usize,
+    mut work: impl FnMut() -> iris::Result<()>,
+) -> iris::Result<f64> {
+    iris.barrier()?;
+    work()?;
+    let mut times = Vec::new();
+    for _ in 0..iters.max(1) {
+        iris.barrier()?;
+        let start = iris.record_event()?;
+        work()?;
+        let end = iris.record_event()?;
+        end.synchronize()?;
+        let mine = f64::from(start.elapsed_ms(&end)?);
+        let all = iris.all_gather(mine)?;
+        times.push(all.into_iter().fold(0.0, f64::max));
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// A copy of `bytes` on the device by a grid-stride kernel of 16-byte vectors, on rank
+/// 0's stream while the other ranks wait (the ceiling's measure: the ranks share one
+/// device, so this is every rank's traffic at once).
+fn copy_ms(iris: &Iris, bytes: usize, iters: usize) -> iris::Result<f64> {
+    let vectors = bytes / 16;
+    let a = iris.zeros::<u32>(vectors * 4)?;
+    let b = iris.zeros::<u32>(vectors * 4)?;
+    let (av, bv) = (
+        a.device_ptr().cast::<[u32; 4]>(),
+        b.device_ptr().cast::<[u32; 4]>(),
+    );
+    let sms = iris.device_info().multiprocessors.max(1);
+    let me = iris.rank();
+    time(iris, iters, || {
+        if me == 0 {
+            unfused::copy_vectors::launch(
+                iris,
+                LaunchConfig::linear(sms * 8, 256),
+                &av,
+                &bv,
+                vectors as u64,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+fn blocks(rows: usize) -> LaunchConfig {
+    LaunchConfig::linear(rows.clamp(1, 4096) as u32, 256)
+}
+
+/// Shapes: (tokens, hidden, top_k, experts per rank, rmsnorm row counts).
+struct Shapes {
+    tokens: usize,
+    hidden: usize,
+    top_k: usize,
+    experts_per_rank: usize,
+    norm_rows: Vec<usize>,
+}
+
+fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
+    let world = iris.world_size();
+    let me = iris.rank();
+    let ccl = Ccl::new(iris)?;
+    let mut rows = Vec::new();
+    let (tokens, hidden, top_k) = (s.tokens, s.hidden, s.top_k);
+    let experts = s.experts_per_rank * world;
+
+    // all_to_all_v against all_to_all: tokens x hidden elements a rank, equal parts.
+    {
+        let n = tokens * hidden / world * world;
+        let input = iris.symmetric_full(n, bf16::from_f32(1.0))?;
+        let output = iris.symmetric_zeros::<bf16>(n)?;
+        let counts = iris.symmetric_from_slice(&vec![(n / world) as u64; world])?;
+        let recv_counts = iris.symmetric_zeros::<u64>(world)?;
+        let v = time(iris, iters, || {
+            ccl::all_to_all_v(&ccl, &input, &counts, &output, &recv_counts).map(|_| ())
+        })?;
+        let fixed = time(iris, iters, || ccl::all_to_all(&ccl, &input, &output))?;
+        let bytes = (n * 2 * world) as f64; // every rank's input, read once and written once
+        let ceiling = copy_ms(iris, n * 2 * world, iters)?;
+        rows.push(Row {
+            case: format!("all_to_all_v {}x{hidden} bf16", tokens),
+            ms: v,
+            bytes,
+            against: Some(("all_to_all".into(), fixed)),
+        });
+        rows.push(Row {
+            case: "  all_to_all (fixed counts)".into(),
+            ms: fixed,
+            bytes,
+            against: None,
+        });
+        rows.push(Row {
+            case: "  device copy of every rank's bytes (copy kernel)".into(),
+            ms: ceiling,
+            bytes,
+            against: None,
+        });
+    }
+
+    // MoE: routing uniform at random, top_k distinct experts a token.
+    {
+        let mut rng = StdRng::seed_from_u64(7 + me as u64);
+        let mut ids = Vec::with_capacity(tokens * top_k);
+        for _ in 0..tokens {
+            let mut picked: Vec<i64> = Vec::new();
+            while picked.len() < top_k.min(experts) {
+                let e = rng.random_range(0..experts) as i64;
+                if !picked.contains(&e) {
+                    picked.push(e);
+                }
+            }
+            ids.extend(picked);
+        }
+        let tables = iris.all_gather(ids.clone())?;
+        // Rows each rank receives; the most any rank does, with room to spare.
+        let per_rank = s.experts_per_rank;
+        let received = |d: usize| {
+            tables
+                .iter()
+                .flatten()
+                .filter(|&&e| e as usize / per_rank == d)
+                .count()
+        };
+        let capacity = (0..world).map(received).max().unwrap_or(0) + 64;
+        let shape = MoeShape {
+            tokens,
+            hidden,
+            top_k,
+            experts,
+            capacity,
+        };
+        let moe = Moe::new(&ccl, shape)?;
+        let x = iris.full(tokens * hidden, bf16::from_f32(0.5))?;
+        let idx = iris.from_slice(&ids)?;
+        let weights = iris.full(tokens * top_k, 0.125f32)?;
+        let recv = iris.symmetric_zeros::<bf16>(capacity * hidden)?;
+        let out = iris.zeros::<bf16>(tokens * hidden)?;
+        let dispatch = time(iris, iters, || moe.dispatch(&x, &idx, &recv))?;
+        let combine = time(iris, iters, || moe.combine(&recv, &idx, &weights, &out))?;
+        moe.check()?;
+
+        // The unfused sequence: send rows in destination order (host-computed), then
+        // all_to_all_v; back the same way, then the weighted gather.
+        let mut order: Vec<u64> = Vec::new();
+        let mut pos = vec![u64::MAX; tokens * top_k];
+        let mut counts = vec![0u64; world];
+        for (d, count) in counts.iter_mut().enumerate() {
+            for (p, &e) in ids.iter().enumerate() {
+                if e as usize / per_rank == d {
+                    pos[p] = order.len() as u64;
+                    order.push((p / top_k) as u64);
+                    *count += hidden as u64;
+                }
+            }
+        }
+        let send_rows = order.len();
+        let most_sent = iris.all_gather(send_rows)?.into_iter().max().unwrap_or(0);
+        let room = most_sent.max(capacity) * hidden;
+        let token_of = iris.from_slice(&order)?;
+        let pos = iris.from_slice(&pos)?;
+        let send = iris.symmetric_zeros::<bf16>(room)?;
+        let arrived = iris.symmetric_zeros::<bf16>(room)?;
+        let back = iris.symmetric_zeros::<bf16>(room)?;
+        let send_counts = iris.symmetric_from_slice(&counts)?;
+        let recv_counts = iris.symmetric_zeros::<u64>(world)?;
+        let vectors = (hidden / 8) as u64;
+        let xv = x.device_ptr().cast::<[bf16; 8]>();
+        let sendv = send.local_ptr().cast::<[bf16; 8]>();
+        let unfused_dispatch = time(iris, iters, || {
+            unfused::permute_rows::launch(
+                iris,
+                blocks(send_rows),
+                &xv,
+                &token_of,
+                &sendv,
+                send_rows as u64,
+                vectors,
+            )?;
+            ccl::all_to_all_v(&ccl, &send, &send_counts, &arrived, &recv_counts).map(|_| ())
+        })?;
+        let backv = back.local_ptr().cast::<[bf16; 8]>();
+        let outv = out.device_ptr().cast::<[bf16; 8]>();
+        let unfused_combine = time(iris, iters, || {
+            ccl::all_to_all_v(&ccl, &arrived, &recv_counts, &back, &send_counts)?;
+            unfused::weighted_gather::launch(
+                iris,
+                blocks(tokens),
+                &backv,
+                &pos,
+                &weights,
+                &outv,
+                tokens as u64,
+                top_k as u64,
+                vectors,
+            )
+        })?;
+        let moved = (ids.len() * hidden * 2) as f64; // this rank's rows, read and written
+        let all_moved = moved * world as f64;
+        let ceiling = copy_ms(iris, all_moved as usize, iters)?;
+        let what = format!("{tokens} tokens x {hidden}, top-{top_k}, {experts} experts");
+        rows.push(Row {
+            case: format!("moe dispatch ({what})"),
+            ms: dispatch,
+            bytes: all_moved,
+            against: Some(("permute + all_to_all_v".into(), unfused_dispatch)),
+        });
+        rows.push(Row {
+            case: "moe combine".into(),
+            ms: combine,
+            bytes: all_moved,
+            against: Some(("all_to_all_v + weighted gather".into(), unfused_combine)),
+        });
+        rows.push(Row {
+            case: "  unfused dispatch (permute + all_to_all_v)".into(),
+            ms: unfused_dispatch,
+            bytes: all_moved,
+            against: None,
+        });
+        rows.push(Row {
+            case: "  unfused combine (all_to_all_v + weighted gather)".into(),
+            ms: unfused_combine,
+            bytes: all_moved,
+            against: None,
+        });
+        rows.push(Row {
+            case: "  device copy of every rank's rows (copy kernel)".into(),
+            ms: ceiling,
+            bytes: all_moved,
+            against: None,
+        });
+    }
+
+    // all_reduce + residual add + RMSNorm: fused against unfused, each its best algorithm.
+    for &norm_rows in &s.norm_rows {
+        let n = norm_rows * hidden;
+        let input = iris.symmetric_full(n, bf16::from_f32(0.25))?;
+        let residual = iris.symmetric_full(n, bf16::from_f32(1.0))?;
+        let output = iris.symmetric_zeros::<bf16>(n)?;
+        let reduced = iris.symmetric_zeros::<bf16>(n)?;
+        let gamma: Buffer<'_, bf16> = iris.full(hidden, bf16::from_f32(1.0))?;
+        let mut fused = Vec::new();
+        let mut unfused_ms = Vec::new();
+        let vectors = (hidden / 8) as u64;
+        let (sumv, resv, outv, gv) = (
+            reduced.local_ptr().cast::<[bf16; 8]>(),
+            residual.local_ptr().cast::<[bf16; 8]>(),
+            output.local_ptr().cast::<[bf16; 8]>(),
+            gamma.device_ptr().cast::<[bf16; 8]>(),
+        );
+        for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
+            fused.push(time(iris, iters, || {
+                ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, 1e-6, &output, algo)
+            })?);
+            unfused_ms.push(time(iris, iters, || {
+                ccl::all_reduce(&ccl, &input, &reduced, ccl::ReduceOp::Sum, algo)?;
+                unfused::add_rmsnorm::launch(
+                    iris,
+                    blocks(norm_rows),
+                    &sumv,
+                    &resv,
+                    &gv,
+                    &outv,
+                    norm_rows as u64,
+                    vectors,
+                    1e-6f32,
+                )
+            })?);
+        }
+        let best = |v: &[f64]| {
+            if v[0] <= v[1] {
+                (v[0], "one-shot")
+            } else {
+                (v[1], "two-shot")
+            }
+        };
+        let ((f, fa), (u, ua)) = (best(&fused), best(&unfused_ms));
+        let bytes = (n * 2 * world) as f64;
+        rows.push(Row {
+            case: format!("all_reduce_rmsnorm {norm_rows}x{hidden} bf16 ({fa})"),
+            ms: f,
+            bytes,
+            against: Some((format!("all_reduce + add_rmsnorm ({ua})"), u)),
+        });
+        for (i, name) in ["one-shot", "two-shot"].iter().enumerate() {
+            rows.push(Row {
+                case: format!("  fused {name} / unfused {name}"),
+                ms: fused[i],
+                bytes,
+                against: Some(("unfused".into(), unfused_ms[i])),
+            });
+        }
+    }
+    ccl.synchronize()?;
+    Ok(rows)
+}
+
+fn main() -> std::process::ExitCode {
+    let ranks = arg("--ranks").unwrap_or(4);
+    let start = Instant::now();
+    let probe = World::threads(1).run(|iris| Ok(iris.backend_kind()));
+    let gpu = !matches!(probe.as_deref(), Ok([BackendKind::Cpu]) | Err(_));
+    let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
+    let shapes = if gpu {
+        Shapes {
+            tokens: arg("--tokens").unwrap_or(4096),
+            hidden: 7168,
+            top_k: 8,
+            experts_per_rank: 256 / ranks.max(1),
+            norm_rows: vec![128, 4096],
+        }
+    } else {
+        Shapes {
+            tokens: 64,
+            hidden: 64,
+            top_k: 4,
+            experts_per_rank: 4,
+            norm_rows: vec![16],
+        }
+    };
+    let heap = if gpu { 6usize << 30 } else { 64 << 20 };
+    let result = World::threads(ranks)
+        .heap_bytes(heap)
+        .run(|iris| run(iris, &shapes, iters));
+    let rows = match result {
+        Ok(mut all) => all.swap_remove(0),
+        Err(e) => {
+            eprintln!("ccl_ops: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "ccl_ops: {ranks} ranks as threads on {}, median of {iters}, slowest rank; {:.1} s",
+        if gpu { "the GPU" } else { "the CPU backend" },
+        start.elapsed().as_secs_f64()
+    );
+    println!("{:<62} {:>9} {:>8}  against", "case", "ms", "GB/s");
+    for r in rows {
+        let against = r
+            .against
+            .map(|(name, ms)| format!("{:.2}x of {name} ({ms:.3} ms)", r.ms / ms))
+            .unwrap_or_default();
+        println!(
+            "{:<62} {:>9.3} {:>8.1}  {against}",
+            r.case,
+            r.ms,
+            r.bytes / (r.ms * 1e-3) / 1e9
+        );
+    }
+    std::process::ExitCode::SUCCESS
+}
