@@ -99,6 +99,11 @@ def test_argument_errors(ctx):
         (lambda: ctx.reduce_scatter(a, b, op="prod"), "reduce_scatter: op must be"),
         (lambda: ctx.reduce_scatter(a, ctx.zeros(4)), "reduce_scatter"),
         (lambda: ctx.broadcast(a, b, root=1), "root 1"),
+        (lambda: ctx.all_to_all_v(a, ctx.zeros(1), b, ctx.zeros(1)), "uint64"),
+        (lambda: ctx.all_to_all_v(a, ctx.zeros(2, "uint64"), b, ctx.zeros(2, "uint64")), "one per rank"),
+        (lambda: ctx.all_reduce_rmsnorm(a, b, ctx.zeros(3), ctx.zeros(4), algo="x"), "one_shot or two_shot"),
+        (lambda: ctx.all_reduce_rmsnorm(a, b, ctx.zeros(3), ctx.zeros(4)), "whole rows"),
+        (lambda: ctx.all_reduce_rmsnorm(*(ctx.zeros(4, "int32") for _ in range(4))), "float32, float16 or bfloat16"),
         (lambda: ctx.put(np.zeros(4, np.int32), a, peer=0), "src holds int32"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=1), "peer 1"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=0, offset=6), "do not fit"),
@@ -195,6 +200,26 @@ RANK_SCRIPT = textwrap.dedent(
     assert (np.asarray(g) == np.concatenate([np.arange(10) + 100 * k for k in range(w)])).all()
     prev = (r - 1) % w
     assert (np.asarray(m)[2 * prev:2 * prev + 2] == prev).all(), np.asarray(m)
+    # all_to_all_v: rank r sends r + p + 1 elements to rank p, counts read on the device.
+    sc = iris_rs.from_numpy(ctx, np.array([r + p + 1 for p in range(w)], np.uint64))
+    rc = ctx.zeros(w, "uint64")
+    send = iris_rs.from_numpy(ctx, np.arange(20, dtype=np.float32) + 1000 * r)
+    got = ctx.zeros(20)
+    ctx.all_to_all_v(send, sc, got, rc)
+    want = []
+    for s in range(w):
+        start = sum(s + q + 1 for q in range(r))
+        want += list(np.arange(start, start + s + r + 1, dtype=np.float32) + 1000 * s)
+    assert (np.asarray(rc) == [s + r + 1 for s in range(w)]).all(), np.asarray(rc)
+    assert (np.asarray(got)[:len(want)] == want).all(), np.asarray(got)
+    # all_reduce_rmsnorm: rows of 8; inputs r + 1, residual 1, so every sum is the same.
+    xin = iris_rs.from_numpy(ctx, np.full(16, r + 1, np.float32))
+    res = iris_rs.from_numpy(ctx, np.ones(16, np.float32))
+    gam = iris_rs.from_numpy(ctx, np.full(8, 2, np.float32))
+    y = ctx.zeros(16)
+    ctx.all_reduce_rmsnorm(xin, res, gam, y, eps=0.0, algo="two_shot")
+    assert (np.asarray(res) == w * (w + 1) / 2 + 1).all(), np.asarray(res)
+    assert np.allclose(np.asarray(y), 2.0), np.asarray(y)
     print("rank", r, "ok", ctx.is_process_world)
     ctx.close()
     """

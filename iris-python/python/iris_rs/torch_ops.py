@@ -67,6 +67,15 @@ _lib = torch.library.Library("iris", "DEF")
 _lib.define("all_reduce(Tensor input, Tensor(a!) output, str op='sum', str algo='one_shot') -> ()")
 _lib.define("all_gather(Tensor input, Tensor(a!) output, str algo='push') -> ()")
 _lib.define("put(Tensor src, Tensor(a!) dst, int peer, int offset=0) -> ()")
+_lib.define("reduce_scatter(Tensor input, Tensor(a!) output, str op='sum') -> ()")
+_lib.define("broadcast(Tensor input, Tensor(a!) output, int root=0) -> ()")
+_lib.define(
+    "all_to_all_v(Tensor input, Tensor send_counts, Tensor(a!) output, Tensor(b!) recv_counts) -> ()"
+)
+_lib.define(
+    "all_reduce_rmsnorm(Tensor input, Tensor(a!) residual, Tensor gamma, Tensor(b!) output, "
+    "float eps=1e-6, str algo='one_shot') -> ()"
+)
 
 
 def all_reduce(input, output, op="sum", algo="one_shot"):
@@ -92,12 +101,53 @@ def put(src, dst, peer, offset=0):
     ctx.put(src, bd, peer, offset, None, gpu)
 
 
+def reduce_scatter(input, output, op="sum"):
+    """``torch.ops.iris.reduce_scatter``: chunk ``r`` of every rank's ``input``, combined
+    with ``op`` in rank order, into rank ``r``'s ``output``."""
+    ctx, bi, gpu = _lookup(input, "input")
+    bo = _lookup(output, "output")[1]
+    ctx.reduce_scatter(bi, bo, op, None, gpu)
+
+
+def broadcast(input, output, root=0):
+    """``torch.ops.iris.broadcast``: rank ``root``'s ``input`` into every rank's
+    ``output``."""
+    ctx, bi, gpu = _lookup(input, "input")
+    bo = _lookup(output, "output")[1]
+    ctx.broadcast(bi, bo, root, None, gpu)
+
+
+def all_to_all_v(input, send_counts, output, recv_counts):
+    """``torch.ops.iris.all_to_all_v``: ``send_counts[p]`` elements of ``input`` (peer
+    after peer) to each rank ``p``, received source after source into ``output``;
+    ``recv_counts`` set on the device (uint64 counts, read when the kernel runs)."""
+    ctx, bi, gpu = _lookup(input, "input")
+    bs, bo, br = (_lookup(t, n)[1] for t, n in ((send_counts, "send_counts"), (output, "output"), (recv_counts, "recv_counts")))
+    ctx.all_to_all_v(bi, bs, bo, br, None, gpu)
+
+
+def all_reduce_rmsnorm(input, residual, gamma, output, eps=1e-6, algo="one_shot"):
+    """``torch.ops.iris.all_reduce_rmsnorm``: ``residual += all_reduce(input)``, then
+    ``output = rmsnorm(residual) * gamma`` per row of ``gamma.numel()``, in one kernel."""
+    ctx, bi, gpu = _lookup(input, "input")
+    br, bg, bo = (_lookup(t, n)[1] for t, n in ((residual, "residual"), (gamma, "gamma"), (output, "output")))
+    ctx.all_reduce_rmsnorm(bi, br, bg, bo, eps, algo, None, gpu)
+
+
 def _nothing(*args, **kwargs):
     """The fake (meta) implementation: the operators write into their arguments and
     return nothing, so tracing needs no computation."""
     return None
 
 
-for _name, _impl in (("all_reduce", all_reduce), ("all_gather", all_gather), ("put", put)):
+for _name, _impl in (
+    ("all_reduce", all_reduce),
+    ("all_gather", all_gather),
+    ("put", put),
+    ("reduce_scatter", reduce_scatter),
+    ("broadcast", broadcast),
+    ("all_to_all_v", all_to_all_v),
+    ("all_reduce_rmsnorm", all_reduce_rmsnorm),
+):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"iris::{_name}", _nothing, lib=_lib)

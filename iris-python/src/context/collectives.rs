@@ -55,15 +55,7 @@ impl PyContext {
         order: CallOrder,
     ) -> PyResult<()> {
         let op = reduce_op("all_reduce", op)?;
-        let algo = match algo {
-            "one_shot" | "oneshot" => AllReduceAlgo::OneShot,
-            "two_shot" | "twoshot" => AllReduceAlgo::TwoShot,
-            other => {
-                return Err(usage(format!(
-                    "all_reduce: algo must be one_shot or two_shot, got {other:?}"
-                )))
-            }
-        };
+        let algo = all_reduce_algo("all_reduce", algo)?;
         self.collective(py, Collective::AllReduce(op, algo), input, output, order)
     }
 
@@ -121,6 +113,114 @@ impl PyContext {
             })
         })
         .map_err(to_py)
+    }
+}
+
+impl PyContext {
+    pub(super) fn all_to_all_v_impl(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        send_counts: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        recv_counts: PyRef<'_, PySymmetric>,
+        order: CallOrder,
+    ) -> PyResult<()> {
+        let what = "all_to_all_v";
+        let (i, o, dtype) = self.pair(what, &input, &output)?;
+        let (sc, rc, counts) = self.pair(what, &send_counts, &recv_counts)?;
+        if counts != DType::U64 {
+            return Err(usage(format!(
+                "{what}: the counts must be uint64 buffers, got {counts}"
+            )));
+        }
+        let all = [&input, &send_counts, &output, &recv_counts];
+        let devices: Vec<Option<i64>> = all.iter().map(|b| b.torch_device).collect();
+        let sync = self.order_after_torch(py, &devices, order)?;
+        self.keep(py, sync, &all.map(|b| &**b));
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                dispatch!(dtype, T => {
+                    r.ccl()?;
+                    let ccl = made(r)?;
+                    let (input, output) = (r.typed::<T>(i)?, r.typed::<T>(o)?);
+                    let (sc, rc) = (r.typed::<u64>(sc)?, r.typed::<u64>(rc)?);
+                    let launched = ccl::all_to_all_v(ccl, input, sc, output, rc)?;
+                    if sync {
+                        ccl.synchronize()?;
+                        launched.check()?;
+                    }
+                    Ok(())
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+
+    pub(super) fn all_reduce_rmsnorm_impl(
+        &self,
+        py: Python<'_>,
+        buffers: [PyRef<'_, PySymmetric>; 4],
+        eps: f32,
+        algo: AllReduceAlgo,
+        order: CallOrder,
+    ) -> PyResult<()> {
+        let what = "all_reduce_rmsnorm";
+        let [input, residual, gamma, output] = &buffers;
+        let (i, o, dtype) = self.pair(what, input, output)?;
+        let (res, g, other) = self.pair(what, residual, gamma)?;
+        if other != dtype || !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Err(usage(format!(
+                "{what}: input, residual, gamma and output must all be float32, float16 or bfloat16 (got {dtype} and {other})"
+            )));
+        }
+        let devices: Vec<Option<i64>> = buffers.iter().map(|b| b.torch_device).collect();
+        let sync = self.order_after_torch(py, &devices, order)?;
+        self.keep(py, sync, &buffers.each_ref().map(|b| &**b));
+        let rank = Arc::clone(&self.rank);
+        py.detach(move || {
+            rank.call(move |r| {
+                r.ccl()?;
+                let ccl = made(r)?;
+                macro_rules! run {
+                    ($t:ty) => {{
+                        let (input, output) = (r.typed::<$t>(i)?, r.typed::<$t>(o)?);
+                        let (residual, gamma) = (r.typed::<$t>(res)?, r.typed::<$t>(g)?);
+                        ccl::all_reduce_rmsnorm(ccl, input, residual, gamma, eps, output, algo)
+                    }};
+                }
+                match dtype {
+                    DType::F32 => run!(f32),
+                    DType::F16 => run!(iris::prelude::f16),
+                    _ => run!(iris::prelude::bf16),
+                }?;
+                if sync {
+                    ccl.synchronize()
+                } else {
+                    Ok(())
+                }
+            })
+        })
+        .map_err(to_py)
+    }
+}
+
+/// The communicator after `Rank::ccl` made it, borrowed shared beside the buffers.
+fn made<'r, 'a>(r: &'r crate::rank::Rank<'a>) -> iris::Result<&'r iris::ccl::Ccl<'a>> {
+    r.ccl_if_made()
+        .ok_or_else(|| iris::Error::InvalidConfig("the communicator could not be created".into()))
+}
+
+/// The all-reduce algorithm named `algo` (`one_shot`, `two_shot`), or a usage error
+/// naming `what`.
+pub(super) fn all_reduce_algo(what: &str, algo: &str) -> PyResult<AllReduceAlgo> {
+    match algo {
+        "one_shot" | "oneshot" => Ok(AllReduceAlgo::OneShot),
+        "two_shot" | "twoshot" => Ok(AllReduceAlgo::TwoShot),
+        other => Err(usage(format!(
+            "{what}: algo must be one_shot or two_shot, got {other:?}"
+        ))),
     }
 }
 

@@ -295,6 +295,59 @@ impl PyContext {
         self.broadcast_impl(py, input, output, root, order)
     }
 
+    /// All-to-all with counts on the device (iris.ccl): this rank sends `send_counts[p]`
+    /// elements to each rank `p` (`input` holds them peer after peer) and receives each
+    /// rank's into `output`, source after source; `recv_counts[s]` is set to what rank `s`
+    /// sent. The counts (uint64 symmetric buffers of `world_size` elements) are read on the
+    /// device, so an earlier kernel or torch op may write them. With `sync=True` a count
+    /// that reached past a buffer raises IrisError (only what fit moved); without, nothing
+    /// reports it. Collective.
+    #[pyo3(signature = (input, send_counts, output, recv_counts, sync = None, on_torch_stream = false))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
+    fn all_to_all_v(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        send_counts: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        recv_counts: PyRef<'_, PySymmetric>,
+        sync: Option<bool>,
+        on_torch_stream: bool,
+    ) -> PyResult<()> {
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.all_to_all_v_impl(py, input, send_counts, output, recv_counts, order)
+    }
+
+    /// All-reduce fused with the residual add and RMSNorm (iris.ccl): per row of
+    /// `gamma.numel` elements, `residual` becomes every rank's `input` summed in rank
+    /// order plus `residual`, and `output` that row's RMSNorm times `gamma` (float32,
+    /// float16 or bfloat16, all four of one dtype; `gamma` read from this rank's copy).
+    /// `algo`: `one_shot` or `two_shot` (every rank's residual the same). Collective.
+    #[pyo3(signature = (input, residual, gamma, output, eps = 1e-6, algo = "one_shot", sync = None, on_torch_stream = false))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
+    fn all_reduce_rmsnorm(
+        &self,
+        py: Python<'_>,
+        input: PyRef<'_, PySymmetric>,
+        residual: PyRef<'_, PySymmetric>,
+        gamma: PyRef<'_, PySymmetric>,
+        output: PyRef<'_, PySymmetric>,
+        eps: f32,
+        algo: &str,
+        sync: Option<bool>,
+        on_torch_stream: bool,
+    ) -> PyResult<()> {
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        let algo = collectives::all_reduce_algo("all_reduce_rmsnorm", algo)?;
+        self.all_reduce_rmsnorm_impl(py, [input, residual, gamma, output], eps, algo, order)
+    }
+
     /// Stores `src` (a symmetric buffer, a tensor, or an array: its `numel` elements,
     /// read through its raw address) into rank `peer`'s copy of `dst`, from element
     /// `offset` on: the extension's own kernel, which translates each address through
