@@ -67,3 +67,18 @@ pub mod driver {
         MemoryKind, Module, Stream,
     };
 }
+
+/// The user guide (`docs/guide/`), compiled as doc tests: `cargo test --doc`
+/// builds every Rust block of them and runs those not marked `no_run`, so the documents
+/// cannot drift from the code. Nothing here is part of the crate's API.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../docs/guide/01-getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../docs/guide/02-kernel-language.md")]
+    pub struct KernelLanguage;
+    #[doc = include_str!("../docs/guide/03-memory-ranks-providers.md")]
+    pub struct MemoryRanksProviders;
+    #[doc = include_str!("../docs/guide/04-writing-a-collective.md")]
+    pub struct WritingACollective;
+}
