@@ -81,4 +81,8 @@ pub mod guide {
     pub struct MemoryRanksProviders;
     #[doc = include_str!("../docs/guide/04-writing-a-collective.md")]
     pub struct WritingACollective;
+    #[doc = include_str!("../docs/guide/05-collectives.md")]
+    pub struct Collectives;
+    #[doc = include_str!("../docs/guide/06-matrix-units.md")]
+    pub struct MatrixUnits;
 }
