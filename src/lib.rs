@@ -85,4 +85,14 @@ pub mod guide {
     pub struct Collectives;
     #[doc = include_str!("../docs/guide/06-matrix-units.md")]
     pub struct MatrixUnits;
+    #[doc = include_str!("../docs/guide/07-streams-graphs-pytorch.md")]
+    pub struct StreamsGraphsPytorch;
+    #[doc = include_str!("../docs/guide/08-nodes-and-shmem.md")]
+    pub struct NodesAndShmem;
+    #[doc = include_str!("../docs/guide/09-errors-and-debugging.md")]
+    pub struct ErrorsAndDebugging;
+    #[doc = include_str!("../docs/guide/10-targets-and-building.md")]
+    pub struct TargetsAndBuilding;
+    #[doc = include_str!("../docs/guide/README.md")]
+    pub struct Contents;
 }
