@@ -68,11 +68,13 @@ pub mod driver {
     };
 }
 
-/// The user guide (`docs/guide/`), compiled as doc tests: `cargo test --doc`
+/// The README and the user guide (`docs/guide/`), compiled as doc tests: `cargo test --doc`
 /// builds every Rust block of them and runs those not marked `no_run`, so the documents
 /// cannot drift from the code. Nothing here is part of the crate's API.
 #[cfg(doctest)]
 pub mod guide {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
     #[doc = include_str!("../docs/guide/01-getting-started.md")]
     pub struct GettingStarted;
     #[doc = include_str!("../docs/guide/02-kernel-language.md")]
