@@ -10,14 +10,14 @@
 //! - `block reduction`: 100,003 `f32` summed by 256-thread blocks in shared memory (a
 //!   tree, 8 `sync_threads` a block) at 8 ranks (threads), every rank its own input;
 //! - `8 barriers`: one 256-thread block meeting at 8 barriers, per launch;
-//! - `warp sums`: the README's warp example, `warp_reduce_add` over 1 Mi `f32`;
-//! - `mma GEMM 256^3`: the README's matrix example at one rank, bf16 in, f32 out.
+//! - `warp sums`: the guide's warp example (docs/guide/02-kernel-language.md), `warp_reduce_add` over 1 Mi `f32`;
+//! - `mma GEMM 256^3`: the guide's matrix example (docs/guide/06-matrix-units.md) at one rank, bf16 in, f32 out.
 
 use std::time::{Duration, Instant};
 
 use iris::{bf16, World};
 
-// The README's matrix example, shared with tests/matrix.rs.
+// The guide's matrix example, shared with tests/matrix.rs.
 #[path = "../examples/common/readme_gemm.rs"]
 mod readme_gemm;
 
@@ -57,7 +57,7 @@ mod kernels {
         }
     }
 
-    /// The README's warp example: each warp's sum, written by its lane 0.
+    /// The guide's warp example: each warp's sum, written by its lane 0.
     #[kernel]
     pub fn warp_sums(x: *const f32, out: *mut f32) {
         let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;

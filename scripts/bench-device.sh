@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The performance benchmark on the GPU machine, in one call: builds the CUDA C++ references
-# with nvcc, runs the iris bench (benches/gpu_bench.rs, from the bundle folder), the CUDA C++,
+# with nvcc, runs the iris bench (benches/gpu_bench/, from the bundle folder), the CUDA C++,
 # Triton and PyTorch references and the launch-overhead test, disassembles the hot loops,
 # and merges everything into one JSON file and one table, printed last.
 #
@@ -57,7 +57,7 @@ step() {
 cat "$work/machine.txt" | tee -a "$log"
 
 # 1. The CUDA C++ references, built in parallel.
-for cu in bench/reference/*.cu; do
+for cu in benches/reference/bandwidth.cu benches/reference/pingpong.cu; do
     name=$(basename "$cu" .cu)
     (nvcc -O3 -arch=sm_90 -o "$work/$name" "$cu" >"$work/$name.nvcc.log" 2>&1 || echo "nvcc failed: $cu") &
 done
@@ -80,7 +80,7 @@ done
 [[ -x $work/pingpong ]] && step cuda-pingpong 60 "$work/pingpong" | grep '^{' >>"$work/cuda.jsonl"
 
 # 4. Triton and PyTorch.
-step triton 150 python3 bench/reference/triton_bench.py "$bytes" | grep '^{' >"$work/triton.jsonl"
+step triton 150 python3 benches/reference/triton_bench.py "$bytes" | grep '^{' >"$work/triton.jsonl"
 
 # 5. Launch overhead (iris-host's own test, typed launch against a raw cuLaunchKernel).
 if [[ -x $launch_bin ]]; then
@@ -112,7 +112,7 @@ say "== SASS: $(grep -c 'STG.E.128' "$out/sass.txt") STG.E.128 and $(grep -c 'LD
 
 # 7. Merge, print the table last.
 say ""
-python3 bench/merge.py --iris "$work/iris.json" --iris-cached "$work/iris-cached.json" --cuda "$work/cuda.jsonl" --triton "$work/triton.jsonl" \
-    --launch "$work/launch.txt" --compile bench/results/compile_here.txt --machine "$work/machine.txt" \
+python3 benches/merge.py --iris "$work/iris.json" --iris-cached "$work/iris-cached.json" --cuda "$work/cuda.jsonl" --triton "$work/triton.jsonl" \
+    --launch "$work/launch.txt" --compile benches/results/compile_here.txt --machine "$work/machine.txt" \
     --out "$out/bench.json" --table "$out/table.txt" >>"$log" 2>&1
 cat "$out/table.txt"

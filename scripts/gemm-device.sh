@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The matrix-unit numbers of docs/performance.md, on the GPU machine, in one call: the GEMM
 # example at each size, GEMM + all-scatter (warpgroup_256) at each rank count, the torch references
-# (benches/gemm_reference.py), Triton's GEMM built with `mma.sync` and with `wgmma`
-# (benches/gemm_triton_reference.py: a mature compiler's number for each instruction),
-# `staged_128`'s algorithm in CUDA C++ built by nvcc (benches/gemm_mma_reference.cu),
+# (benches/reference/gemm_reference.py), Triton's GEMM built with `mma.sync` and with `wgmma`
+# (benches/reference/gemm_triton_reference.py: a mature compiler's number for each instruction),
+# `staged_128`'s algorithm in CUDA C++ built by nvcc (benches/reference/gemm_mma_reference.cu),
 # and the SASS instruction mix of the shared-memory kernels
 # (ptxas of the PTX the compiler emitted, one file per kernel unit, bundled as
 # gemm*.ARCH.s by:
@@ -27,12 +27,12 @@ done
 for r in $ranks; do
     "$bundle/example-iris-gemm" --size 8192 --ranks "$r" --iters 5 --kernel warpgroup_256 2>&1 | tee -a "$log"
 done
-python3 benches/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
-python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" --mma-sync 2>&1 | tee -a "$log"
-python3 benches/gemm_triton_reference.py --sizes "${sizes// /,}" 2>&1 | tee -a "$log"
+python3 benches/reference/gemm_reference.py --sizes "${sizes// /,}" --ranks "${ranks// /,}" 2>&1 | tee -a "$log"
+python3 benches/reference/gemm_triton_reference.py --sizes "${sizes// /,}" --mma-sync 2>&1 | tee -a "$log"
+python3 benches/reference/gemm_triton_reference.py --sizes "${sizes// /,}" 2>&1 | tee -a "$log"
 if command -v nvcc >/dev/null; then
     nvcc -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -o /tmp/gemm_mma_reference \
-        benches/gemm_mma_reference.cu -lcuda 2>&1 | grep -E "registers|spill" | tee -a "$log"
+        benches/reference/gemm_mma_reference.cu -lcuda 2>&1 | grep -E "registers|spill" | tee -a "$log"
     /tmp/gemm_mma_reference $sizes 2>&1 | tee -a "$log"
 fi
 if command -v ptxas >/dev/null; then

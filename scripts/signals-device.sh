@@ -11,7 +11,7 @@
 #   test:host_calls test:world_abort test:message_passing (test:ccl test:graphs if there),
 #   and (--release) example:message_passing bench:alloc_cost (example:gemm if there: the
 #   start-up cost of preloading every kernel unit)
-# Compiles bench/reference/pingpong.cu with nvcc when nvcc is there. OUT, when set, gets
+# Compiles benches/reference/pingpong.cu with nvcc when nvcc is there. OUT, when set, gets
 # the logs (signals-*.log) and the table (signals.txt).
 set -uo pipefail
 
@@ -78,7 +78,7 @@ for run in 1 2 3; do
         tee -a "$logdir/signals-pingpong.log" | tail -n 7 | sed "s/^/run $run: /"
 done
 if command -v nvcc >/dev/null; then
-    nvcc -O3 -arch=sm_90 -o /tmp/pingpong "$root/bench/reference/pingpong.cu" 2>&1 | tail -n 3
+    nvcc -O3 -arch=sm_90 -o /tmp/pingpong "$root/benches/reference/pingpong.cu" 2>&1 | tail -n 3
     timeout 60 /tmp/pingpong 2>&1 | grep '^{' | tee "$logdir/signals-pingpong-cuda.log"
 fi
 echo "== make and drop a local buffer"

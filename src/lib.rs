@@ -67,3 +67,34 @@ pub mod driver {
         MemoryKind, Module, Stream,
     };
 }
+
+/// The README and the user guide (`docs/guide/`), compiled as doc tests: `cargo test --doc`
+/// builds every Rust block of them and runs those not marked `no_run`, so the documents
+/// cannot drift from the code. Nothing here is part of the crate's API.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../docs/guide/01-getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../docs/guide/02-kernel-language.md")]
+    pub struct KernelLanguage;
+    #[doc = include_str!("../docs/guide/03-memory-ranks-providers.md")]
+    pub struct MemoryRanksProviders;
+    #[doc = include_str!("../docs/guide/04-writing-a-collective.md")]
+    pub struct WritingACollective;
+    #[doc = include_str!("../docs/guide/05-collectives.md")]
+    pub struct Collectives;
+    #[doc = include_str!("../docs/guide/06-matrix-units.md")]
+    pub struct MatrixUnits;
+    #[doc = include_str!("../docs/guide/07-streams-graphs-pytorch.md")]
+    pub struct StreamsGraphsPytorch;
+    #[doc = include_str!("../docs/guide/08-nodes-and-shmem.md")]
+    pub struct NodesAndShmem;
+    #[doc = include_str!("../docs/guide/09-errors-and-debugging.md")]
+    pub struct ErrorsAndDebugging;
+    #[doc = include_str!("../docs/guide/10-targets-and-building.md")]
+    pub struct TargetsAndBuilding;
+    #[doc = include_str!("../docs/guide/README.md")]
+    pub struct Contents;
+}

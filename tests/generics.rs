@@ -100,7 +100,7 @@ fn one_generic_kernel_runs_for_every_element_type() {
 }
 
 /// Generic host code launching a generic kernel names the instances it may launch: the
-/// README's example.
+/// guide's example (docs/guide/02-kernel-language.md).
 fn sums_of<T: iris::Pod>(iris: &Iris, x: &Buffer<T>, out: &Buffer<T>, rows: u64) -> iris::Result<()>
 where
     (T, iris::ConstUsize<4>): tiles::row_sums::Instance,

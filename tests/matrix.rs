@@ -5,7 +5,7 @@
 //! on the CPU backend and any GPU present.
 
 mod common;
-// The README's matrix example, shared with benches/cpu_blocks.rs.
+// The guide's matrix example, shared with benches/cpu_blocks.rs.
 #[path = "../examples/common/readme_gemm.rs"]
 mod readme_gemm;
 
@@ -311,7 +311,7 @@ fn tiled_gemm_with_mma_matches_the_host_exactly() {
                     k as u32,
                 )?;
                 assert_eq!(c.to_vec()?, want, "f16");
-                // The README's kernel, 32 x 32 per warp: C's first 32 columns (n = 48).
+                // The guide's kernel, 32 x 32 per warp: C's first 32 columns (n = 48).
                 let c: Buffer<f32> = iris.full(m * n, f32::NAN)?;
                 let blocks = (m / 32) as u32;
                 readme_gemm::readme::readme_gemm::launch::<f16>(
@@ -330,7 +330,7 @@ fn tiled_gemm_with_mma_matches_the_host_exactly() {
                         assert_eq!(
                             got[r * n + j],
                             want[r * n + j],
-                            "README kernel at ({r}, {j})"
+                            "the guide's kernel at ({r}, {j})"
                         );
                     }
                 }

@@ -1,11 +1,11 @@
-//! The README's matrix example, one definition for `tests/matrix.rs` and
-//! `benches/cpu_blocks.rs`.
+//! The guide's matrix example (docs/guide/06-matrix-units.md; the README held it before),
+//! one definition for `tests/matrix.rs` and `benches/cpu_blocks.rs`.
 
 #[iris::kernels]
 pub mod readme {
     use iris::prelude::*;
 
-    /// The README's example: one 32 x 32 block of C per warp, a 2 x 2 array of
+    /// The guide's example: one 32 x 32 block of C per warp, a 2 x 2 array of
     /// accumulators.
     #[kernel(instances(T = [bf16, f16]))]
     pub fn readme_gemm<T: MmaElement>(

@@ -16,8 +16,10 @@
 //! at build time, for every kernel) build kernels whose remote operations check the peer
 //! index against the world size; see `iris_device::abi::peer_table`.
 //!
-//! Use the attributes through the facade crate, `iris::kernel` and `iris::kernels`, whose
-//! documentation has compiled examples.
+//! Use the attributes through the facade crate, `iris::kernel` and `iris::kernels`. The
+//! examples below are not compiled here (this crate cannot depend on the facade); the same
+//! forms are compiled and run as doc tests of the facade, in `docs/guide/` (chapter 2,
+//! "The kernel language").
 
 mod expand;
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! function users see); the tests below fail when the table, the prelude and the
 //! frontend disagree.
 
-use super::nodes::Intrinsic;
+use super::intrinsics::Intrinsic;
 
 /// A family of intrinsics: one frontend file checks its calls, one lowering file lowers
 /// them.

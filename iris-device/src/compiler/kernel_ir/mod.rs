@@ -4,9 +4,11 @@
 //! `Type` is concrete (no `IntVar`/`FloatVar`). The LLVM stage lowers it per target.
 
 mod intrinsic_table;
+mod intrinsics;
 mod nodes;
 mod types;
 
 pub use intrinsic_table::{lookup as lookup_intrinsic, names as intrinsic_names, Family};
+pub use intrinsics::*;
 pub use nodes::*;
 pub use types::*;

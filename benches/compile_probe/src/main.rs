@@ -1,5 +1,5 @@
 //! Wall time of `compile_unit` for the bench's kernels (the sources of
-//! `benches/gpu_bench.rs`): the first call of the process (LLVM's start-up included), then
+//! `benches/gpu_bench/`): the first call of the process (LLVM's start-up included), then
 //! the median of 9, for all targets (`ALL_TARGETS`) and for the two NVIDIA targets.
 //! Prints a table and one JSON object a line.
 

@@ -8,7 +8,7 @@ The PTX of the kernel that ran is checked for the instruction it claims (`mma.sy
 `wgmma`). Each size is autotuned over a few common tile shapes and printed with
 `torch.matmul` (cuBLAS) measured in the same process.
 
-Usage: python3 benches/gemm_triton_reference.py [--sizes 4096,8192] [--mma-sync] [--iters 10]
+Usage: python3 benches/reference/gemm_triton_reference.py [--sizes 4096,8192] [--mma-sync] [--iters 10]
 """
 
 import argparse

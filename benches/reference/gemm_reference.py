@@ -6,7 +6,7 @@ size, and the H200's dense bf16 tensor-core peak as the ceiling. GEMM + all-scat
 of that part into every rank's C (R - 1 device-to-device copies of M/R x N f32), timed
 for all ranks one after another, as the unfused reference for the fused kernel.
 
-Usage: python3 benches/gemm_reference.py [--sizes 4096,8192] [--ranks 2,4] [--iters 10]
+Usage: python3 benches/reference/gemm_reference.py [--sizes 4096,8192] [--ranks 2,4] [--iters 10]
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """The Triton and PyTorch peers of the iris bandwidth cases, and Triton's first-call
 compile time of the kernels the iris bench compiles.
 
-    python3 bench/reference/triton_bench.py [bytes]
+    python3 benches/reference/triton_bench.py [bytes]
 
 Kernels are the iris ones written in Triton: the pointer is translated as ROCm Iris does
 (`to_base + (ptr - from_base)`, bases read from a table), with the vectorisation hints

@@ -8,7 +8,7 @@
 // engine's tensor form (one `cp.async.bulk.tensor` per tile, in the 128-byte swizzle that
 // its `ldmatrix` addresses undo, counted on an mbarrier per buffer).
 //
-//   nvcc -O3 -gencode=arch=compute_90,code=sm_90 -o gemm_mma_reference benches/gemm_mma_reference.cu -lcuda
+//   nvcc -O3 -gencode=arch=compute_90,code=sm_90 -o gemm_mma_reference benches/reference/gemm_mma_reference.cu -lcuda
 //   ./gemm_mma_reference 4096 8192
 //
 // Prints, per size, the median of 5 timed runs (after one warm-up) and the worst sampled

@@ -1,14 +1,14 @@
 """Merges one benchmark run into one JSON file and one table.
 
-    python3 bench/merge.py --iris iris.json --cuda cuda.jsonl --triton triton.jsonl \
-        --launch launch.txt --compile bench/results/compile_here.txt --machine machine.txt \
+    python3 benches/merge.py --iris iris.json --cuda cuda.jsonl --triton triton.jsonl \
+        --launch launch.txt --compile benches/results/compile_here.txt --machine machine.txt \
         --out bench.json --table table.txt
 
 Inputs (any may be missing; what is missing shows as "-"):
-  --iris     the JSON the iris bench (benches/gpu_bench.rs) wrote
+  --iris     the JSON the iris bench (benches/gpu_bench/) wrote
   --iris-cached  the same bench's module loads with the driver's JIT cache warm
-  --cuda     JSON lines of bench/reference/*.cu (built with nvcc in the same run)
-  --triton   JSON lines of bench/reference/triton_bench.py (Triton and PyTorch)
+  --cuda     JSON lines of benches/reference/bandwidth.cu and pingpong.cu (built with nvcc in the same run)
+  --triton   JSON lines of benches/reference/triton_bench.py (Triton and PyTorch)
   --launch   the output of iris-host's test cuda_world::typed_launch_overhead
   --compile  the output of iris-device's bench compile_time, run on the build machine
   --machine  free text: GPU, driver, nvcc, CPU
