@@ -4,7 +4,7 @@ permutation and the combine's weighted sum, and the all-reduce's sum + residual 
 RMSNorm. No communication library is involved: these are the memory-bound kernels a
 PyTorch program runs around its collectives, the reference for the fused iris kernels.
 
-    python3 benches/ccl_ops_torch.py [--ranks 4] [--tokens 4096] [--iters 20]
+    python3 benches/reference/ccl_ops_torch.py [--ranks 4] [--tokens 4096] [--iters 20]
 
 Prints one line per case: milliseconds (median of CUDA-event timings) and GB/s.
 """
