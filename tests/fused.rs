@@ -1,10 +1,12 @@
 //! The fused collectives of `iris::ccl` at 1, 2, 4 and 8 ranks on the CPU backend and
 //! every GPU backend present, against a host reference: `all_reduce_rmsnorm` (one-shot
-//! and two-shot, rows of whole 16-byte vectors and not).
+//! and two-shot, rows of whole 16-byte vectors and not), and the fused GEMMs
+//! (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`, exact).
 
 mod common;
 
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
 
 use common::{backends, world_sizes};
 use iris::ccl::{self, AllReduceAlgo, Ccl, FloatElement};
@@ -207,6 +209,136 @@ fn all_reduce_rmsnorm_shapes_are_checked_before_anything_runs() {
                 ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, f32::NAN, &output, one),
                 Err(Error::InvalidConfig(_))
             ));
+            ccl.synchronize()
+        })
+        .unwrap();
+}
+
+/// A value exact in `bf16` and `f16` whose products and sums of a few hundred stay exact
+/// in `f32`: a multiple of 1/4 in [-2, 2).
+fn quarter(seed: u64, i: usize) -> f32 {
+    (((i as u64).wrapping_mul(2654435761) ^ seed.wrapping_mul(40503)) % 16) as f32 / 4.0 - 2.0
+}
+
+/// `a` (`rows x k`) times `b` (`k x n`) on the host, in f32 (exact for `quarter` values).
+fn host_gemm(a: &[f32], b: &[f32], rows: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; rows * n];
+    for r in 0..rows {
+        for x in 0..k {
+            let v = a[r * k + x];
+            for j in 0..n {
+                c[r * n + j] += v * b[x * n + j];
+            }
+        }
+    }
+    c
+}
+
+/// The three fused GEMMs at one world, compared exactly with the host.
+fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let (world, me) = (iris.world_size(), iris.rank());
+    let mut problems = Vec::new();
+    let (m, n, k) = (128usize, 128usize, 128usize);
+    let matrix =
+        |seed: u64, len: usize| -> Vec<f32> { (0..len).map(|i| quarter(seed, i)).collect() };
+    let to_bf16 = |v: &[f32]| -> Vec<bf16> { v.iter().map(|&x| bf16::from_f32(x)).collect() };
+
+    // all_gather_matmul: every rank's 128 rows, times this rank's own B.
+    let a_rows: Vec<Vec<f32>> = (0..world).map(|r| matrix(10 + r as u64, m * k)).collect();
+    let b_mine = matrix(100 + me as u64, k * n);
+    let a = iris.symmetric_from_slice(&to_bf16(&a_rows[me]))?;
+    let b = iris.from_slice(&to_bf16(&b_mine))?;
+    let c = iris.symmetric_full(world * m * n, f32::NAN)?;
+    ccl::all_gather_matmul(ccl, &a, &b, &c, k)?;
+    ccl.synchronize()?;
+    let want = host_gemm(&a_rows.concat(), &b_mine, world * m, n, k);
+    if c.to_vec()? != want {
+        problems.push(format!(
+            "all_gather_matmul (rank {me}): C differs from the host's"
+        ));
+    }
+
+    // matmul_reduce_scatter / matmul_all_reduce: A is M x k on every rank (its share of
+    // the inner dimension), B k x n.
+    let rows = m * world;
+    let a_of = |r: usize| matrix(20 + r as u64, rows * k);
+    let b_of = |r: usize| matrix(200 + r as u64, k * n);
+    // The sum of every rank's partial product, computed once per world (by the first rank
+    // to get here) and shared.
+    static TOTALS: Mutex<Vec<(usize, Arc<Vec<f32>>)>> = Mutex::new(Vec::new());
+    let total = {
+        let mut totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
+        match totals.iter().find(|(w, _)| *w == world) {
+            Some((_, t)) => Arc::clone(t),
+            None => {
+                let mut t = vec![0.0f32; rows * n];
+                for r in 0..world {
+                    for (t, p) in t.iter_mut().zip(host_gemm(&a_of(r), &b_of(r), rows, n, k)) {
+                        *t += p;
+                    }
+                }
+                let t = Arc::new(t);
+                totals.push((world, Arc::clone(&t)));
+                t
+            }
+        }
+    };
+    let a = iris.from_slice(&to_bf16(&a_of(me)))?;
+    let b = iris.from_slice(&to_bf16(&b_of(me)))?;
+    let staging = iris.symmetric_zeros::<f32>(rows * n)?;
+    let part = iris.symmetric_full(m * n, f32::NAN)?;
+    let whole = iris.symmetric_full(rows * n, f32::NAN)?;
+    ccl::matmul_reduce_scatter(ccl, &a, &b, &staging, &part, k)?;
+    ccl.synchronize()?;
+    if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
+        problems.push(format!(
+            "matmul_reduce_scatter (rank {me}): rows differ from the host's"
+        ));
+    }
+    ccl::matmul_all_reduce(ccl, &a, &b, &staging, &part, &whole, k)?;
+    ccl.synchronize()?;
+    if whole.to_vec()? != *total {
+        problems.push(format!(
+            "matmul_all_reduce (rank {me}): C differs from the host's"
+        ));
+    }
+    Ok(problems)
+}
+
+#[test]
+fn fused_matmuls_match_the_host_exactly() {
+    for_every_world("fused matmuls", matmuls_of);
+}
+
+#[test]
+fn fused_matmul_shapes_are_checked_before_anything_runs() {
+    World::threads(2)
+        .heap_bytes(4 << 20)
+        .run(|iris| {
+            let ccl = Ccl::new(iris)?;
+            let a = iris.symmetric_zeros::<bf16>(100 * 64)?;
+            let b = iris.zeros::<bf16>(64 * 128)?;
+            let c = iris.symmetric_zeros::<f32>(200 * 128)?;
+            match ccl::all_gather_matmul(&ccl, &a, &b, &c, 64) {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains("whole tiles"), "{m}"),
+                other => panic!("100 rows: {other:?}"),
+            }
+            let a = iris.symmetric_zeros::<bf16>(128 * 64)?;
+            assert!(matches!(
+                ccl::all_gather_matmul(&ccl, &a, &b, &c, 64),
+                Err(Error::LengthMismatch { .. })
+            ));
+            match ccl::all_gather_matmul(&ccl, &a, &b, &c, 60) {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains("whole rows of k"), "{m}"),
+                other => panic!("k = 60: {other:?}"),
+            }
+            let a = iris.zeros::<bf16>(384 * 64)?;
+            let staging = iris.symmetric_zeros::<f32>(384 * 128)?;
+            let part = iris.symmetric_zeros::<f32>(192 * 128)?;
+            match ccl::matmul_reduce_scatter(&ccl, &a, &b, &staging, &part, 64) {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains("whole tiles"), "{m}"),
+                other => panic!("192 rows a rank: {other:?}"),
+            }
             ccl.synchronize()
         })
         .unwrap();

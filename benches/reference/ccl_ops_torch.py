@@ -81,6 +81,17 @@ def main():
         results.append(
             (f"torch sum + add + rmsnorm {norm_rows}x{h} (x{w} ranks)", timed(norm, a.iters), norm_rows * h * 2 * w)
         )
+    # The fused GEMMs' compute: every rank's 4096 x 4096 x 4096 bf16 GEMM, f32 out.
+    ga = torch.full((4096, 4096), 0.5, dtype=torch.bfloat16, device=dev)
+    gb = torch.full((4096, 4096), 0.25, dtype=torch.bfloat16, device=dev)
+
+    def gemms():
+        for _ in range(w):
+            y = torch.matmul(ga, gb)
+        return y
+
+    ms = timed(gemms, a.iters)
+    results.append((f"torch matmul 4096x4096x4096 bf16 (x{w} ranks) [TFLOP/s]", ms, 2 * 4096**3 * w / 1e3))
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     for name, ms, nbytes in results:
         print(f"{name:<62} {ms:9.3f} {nbytes / (ms * 1e-3) / 1e9:8.1f}")

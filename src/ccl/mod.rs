@@ -104,6 +104,9 @@ mod all_to_all_v;
 mod broadcast;
 mod communicator;
 mod element;
+#[doc(hidden)]
+pub mod gemm_kernels;
+mod matmul;
 mod moe;
 mod point_to_point;
 mod reduce_scatter;
@@ -123,6 +126,7 @@ pub use element::{CclElement, FloatElement};
 pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
+pub use matmul::{all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter, MatmulElement};
 pub use moe::{Moe, MoeShape};
 pub use point_to_point::{recv, send};
 pub use reduce_scatter::reduce_scatter;
