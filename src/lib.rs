@@ -53,10 +53,16 @@ pub use iris_host::{
     ConstI64, ConstI8, ConstIsize, ConstU16, ConstU32, ConstU64, ConstU8, ConstUsize, DeviceInfo,
     DevicePtr, Error, Event, Iris, KernelArgs, LaunchConfig, Pod, ProviderKind, RankCore, RankEnv,
     Result, ShmemBootstrap, ShmemEngine, StreamRef, SymmetricAddressMap, SymmetricBuffer,
-    SymmetricProvider, World, TILE_MAP_WORDS,
+    SymmetricProvider, TraceSpan, World, TILE_MAP_WORDS,
 };
 
 pub mod ccl;
+
+/// Tracing a world to one timeline (`IRIS_TRACE=<dir>` or [`World::trace`]), and reading
+/// the traces back.
+pub mod trace {
+    pub use iris_host::trace::{merge, op_totals, summary, OpTotal};
+}
 
 /// The device layer under the runtime: opening a backend and driving a device directly
 /// (memory, streams, events, launches of loaded modules), for measuring a device or

@@ -40,6 +40,14 @@ pub fn preload_from_env() -> bool {
     std::env::var("IRIS_PRELOAD").map_or(true, |v| v.trim() != "0")
 }
 
+/// The folder `IRIS_TRACE` names, where a world writes its trace (see [`crate::trace`]);
+/// `None` when it is unset or empty.
+pub fn trace_dir_from_env() -> Option<std::path::PathBuf> {
+    std::env::var_os("IRIS_TRACE")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

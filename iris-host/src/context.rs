@@ -28,6 +28,8 @@ pub(crate) struct RankSetup {
     pub heaps: Arc<[RankHeap]>,
     /// The provider `symmetric` and its siblings allocate from.
     pub provider: ProviderKind,
+    /// Where to write this rank's trace, if tracing.
+    pub trace: Option<std::path::PathBuf>,
     /// The world's shared state, released once every context is gone.
     pub world: Arc<dyn Any + Send + Sync>,
 }
@@ -56,6 +58,8 @@ pub struct Iris {
     ipc: IpcProvider,
     external: ExternalProvider,
     shmem: ShmemProvider,
+    /// The rank's tracer, when the world traces.
+    tracer: Option<crate::trace::Tracer>,
     /// Kept until the context is gone: the world's heaps outlive every context.
     _world: Arc<dyn Any + Send + Sync>,
 }
@@ -82,6 +86,10 @@ impl Iris {
         // runs (`Device::create_stream`), so a rank still making its stream would wait for
         // a peer's kernel that waits for it.
         core.host_barrier("context creation")?;
+        let tracer = match &setup.trace {
+            Some(dir) => Some(crate::trace::Tracer::start(&core, dir)?),
+            None => None,
+        };
         tracing::debug!(
             rank,
             id,
@@ -96,6 +104,7 @@ impl Iris {
             core,
             heap_bytes,
             provider: setup.provider,
+            tracer,
             _world: setup.world,
         })
     }
@@ -453,6 +462,10 @@ impl Iris {
             block: config.block,
             dynamic_shared_bytes: 0,
         };
+        let traced = match &self.tracer {
+            Some(t) => Some(t.before_launch(&self.core)?),
+            None => None,
+        };
         // SAFETY: the arguments match the kernel's parameters and belong to this context
         // (validated above); the memory they point to is owned by buffers that outlive the
         // launch or is released only after this stream is synchronized.
@@ -461,12 +474,57 @@ impl Iris {
                 .device()
                 .launch(&*self.core.stream(), &*module, kernel, dims, &mut slots)
         }
-        .map_err(|e| e.on_rank(self.rank()))
+        .map_err(|e| e.on_rank(self.rank()))?;
+        if let (Some(t), Some(before)) = (&self.tracer, traced) {
+            let name = unit.kernels.get(kernel).map_or("?", |k| k.name);
+            t.after_launch(&self.core, before, unit.id, name, config)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this rank traces its work (see [`crate::trace`]).
+    pub fn is_tracing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Marks a call (a collective, say) in the trace, from now until the returned guard is
+    /// dropped: its name, the `bytes` it moves, and, on the device, its kernels from the
+    /// first one's start to the last one's end. Nothing when the world does not trace.
+    pub fn trace_span(&self, name: &str, bytes: u64) -> TraceSpan<'_> {
+        TraceSpan {
+            open: self.tracer.as_ref().map(|t| {
+                (
+                    t,
+                    name.to_string(),
+                    bytes,
+                    crate::trace::now_ns(),
+                    t.launches(),
+                )
+            }),
+        }
+    }
+}
+
+/// A traced call, open until dropped ([`Iris::trace_span`]).
+pub struct TraceSpan<'a> {
+    open: Option<(&'a crate::trace::Tracer, String, u64, u64, usize)>,
+}
+
+impl Drop for TraceSpan<'_> {
+    fn drop(&mut self) {
+        if let Some((tracer, name, bytes, start, first)) = self.open.take() {
+            tracer.span(&name, bytes, start, first);
+        }
     }
 }
 
 impl Drop for Iris {
     fn drop(&mut self) {
+        if let Some(tracer) = self.tracer.take() {
+            if let Err(err) = tracer.finish(&self.core) {
+                tracing::warn!(rank = self.rank(), %err, "the rank's trace was not written");
+            }
+        }
         // The SHMEM engine ends with the world, once this rank's work is done.
         if self.core.wait_stream().is_ok() {
             self.shmem.finish();

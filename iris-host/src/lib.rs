@@ -21,10 +21,11 @@ mod pod;
 pub mod rank;
 mod streams;
 pub mod symmetric;
+pub mod trace;
 pub mod transport;
 pub mod world;
 
-pub use context::Iris;
+pub use context::{Iris, TraceSpan};
 pub use event::Event;
 pub use iris_driver as driver;
 pub use iris_driver::{BackendKind, DeviceInfo, Error, Result};

@@ -242,6 +242,10 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
     let per_rank = if two_shot { rows.div_ceil(world) } else { rows };
     let blocks = framed.grid[0].min(per_rank.max(1) as u32);
     let iris = ccl.iris();
+    let _span = iris.trace_span(
+        kernel.call_name(),
+        (input.len() * std::mem::size_of::<T>()) as u64,
+    );
     let mut args = iris.args(kernel.unit(), kernel.index::<T>()?);
     args.symmetric(input)?;
     args.symmetric(residual)?;

@@ -144,6 +144,10 @@ pub fn all_to_all_v<'ctx, T: CclElement>(
         KernelId::AllToAllV.index::<T>()?,
     );
     let iris = ccl.iris();
+    let _span = iris.trace_span(
+        KernelId::AllToAllV.call_name(),
+        (input.len() * std::mem::size_of::<T>()) as u64,
+    );
     let overflow = iris.zeros::<u32>(1)?;
     let config = ccl.launch_config_for(unit, ccl.block_threads())?;
     let mut args = iris.args(unit, index);

@@ -403,6 +403,9 @@ impl<'ctx> Ccl<'ctx> {
         elems: u64,
     ) -> Result<()> {
         self.preload(kernel.unit())?;
+        let _span = self
+            .iris
+            .trace_span(kernel.call_name(), elems * std::mem::size_of::<T>() as u64);
         let call = KernelCall {
             config: self.config(elems, std::mem::size_of::<T>()),
             input,

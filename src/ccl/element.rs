@@ -135,6 +135,26 @@ impl KernelId {
         }
     }
 
+    /// The call it serves, as the trace names it (`iris::ccl::all_reduce`, ...).
+    pub(crate) fn call_name(self) -> &'static str {
+        match self {
+            KernelId::AllGatherPush | KernelId::AllGatherPull => "ccl::all_gather",
+            KernelId::AllReduceOneShot | KernelId::AllReduceTwoShot => "ccl::all_reduce",
+            KernelId::ReduceScatter => "ccl::reduce_scatter",
+            KernelId::AllToAll => "ccl::all_to_all",
+            KernelId::Broadcast => "ccl::broadcast",
+            KernelId::Reduce => "ccl::reduce",
+            KernelId::Gather => "ccl::gather",
+            KernelId::Scatter => "ccl::scatter",
+            KernelId::Send => "ccl::send",
+            KernelId::Recv => "ccl::recv",
+            KernelId::AllToAllV => "ccl::all_to_all_v",
+            KernelId::MoeDispatch => "ccl::Moe::dispatch",
+            KernelId::MoeCombine => "ccl::Moe::combine",
+            KernelId::AllReduceRmsNorm => "ccl::all_reduce_rmsnorm",
+        }
+    }
+
     /// The unit that holds this kernel for every element type.
     pub(crate) fn unit(self) -> &'static KernelUnit {
         self.generic().0

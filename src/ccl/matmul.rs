@@ -147,6 +147,9 @@ pub fn all_gather_matmul<T: MatmulElement>(
         world * m * n,
         c.len(),
     )?;
+    let _span = ccl
+        .iris()
+        .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
     ccl.barrier()?;
     let me = ccl.rank();
     for i in 0..world {
@@ -206,6 +209,7 @@ pub fn matmul_reduce_scatter<T: MatmulElement>(
         )));
     }
     let me = ccl.rank();
+    let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
     // Every rank has added its last parts: its staging may be written.
     ccl.barrier()?;
     for i in 0..world {

@@ -438,8 +438,10 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             s.capacity * s.hidden,
             recv.len(),
         )?;
-        self.layout(idx)?;
         let iris = self.ccl.iris();
+        let rows = (s.tokens * s.top_k * s.hidden * std::mem::size_of::<T>()) as u64;
+        let _span = iris.trace_span(KernelId::MoeDispatch.call_name(), rows);
+        self.layout(idx)?;
         let mut args = iris.args(
             KernelId::MoeDispatch.unit(),
             KernelId::MoeDispatch.index::<T>()?,
@@ -485,6 +487,8 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             out.len(),
         )?;
         let iris = self.ccl.iris();
+        let rows = (s.tokens * s.top_k * s.hidden * std::mem::size_of::<T>()) as u64;
+        let _span = iris.trace_span(KernelId::MoeCombine.call_name(), rows);
         let mut args = iris.args(
             KernelId::MoeCombine.unit(),
             KernelId::MoeCombine.index::<T>()?,

@@ -105,6 +105,10 @@ pub fn send<T: CclElement>(
     let (unit, index) = (KernelId::Send.unit(), KernelId::Send.index::<T>()?);
     let seq = ccl.next_message(peer, true);
     let iris = ccl.iris();
+    let _span = iris.trace_span(
+        KernelId::Send.call_name(),
+        (src.len() * std::mem::size_of::<T>()) as u64,
+    );
     let mut args = iris.args(unit, index);
     args.symmetric(src)?;
     args.symmetric(dst)?;
@@ -135,6 +139,7 @@ pub fn recv<T: CclElement>(ccl: &Ccl<'_>, dst: &SymmetricBuffer<'_, T>, peer: us
     let (unit, index) = (KernelId::Recv.unit(), KernelId::Recv.index::<T>()?);
     let seq = ccl.next_message(peer, false);
     let iris = ccl.iris();
+    let _span = iris.trace_span(KernelId::Recv.call_name(), 0);
     let mut args = iris.args(unit, index);
     args.symmetric(ccl.signals())?;
     args.value(ccl.pair_words_base());

@@ -61,6 +61,7 @@ pub struct World {
     backend: Option<BackendKind>,
     timeout: Option<Duration>,
     provider: ProviderKind,
+    trace: Option<std::path::PathBuf>,
 }
 
 impl World {
@@ -103,6 +104,7 @@ impl World {
             backend: None,
             timeout: None,
             provider: ProviderKind::Heap,
+            trace: None,
         }
     }
 
@@ -129,6 +131,15 @@ impl World {
     /// [`ProviderKind::Heap`]); [`Iris::symmetric_with`] picks one per allocation.
     pub fn provider(mut self, kind: ProviderKind) -> Self {
         self.provider = kind;
+        self
+    }
+
+    /// Traces every rank's launches and traced calls into `dir` (default: the folder
+    /// `IRIS_TRACE` names, else no tracing): each rank writes `dir/rank-<r>.json` when its
+    /// context ends, and the last merges the world's into `dir/trace.json`, a Chrome trace
+    /// (see [`crate::trace`]).
+    pub fn trace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.trace = Some(dir.into());
         self
     }
 
@@ -166,16 +177,17 @@ impl World {
             Some(kind) => iris_driver::open(kind)?,
             None => iris_driver::open_default()?,
         };
+        let trace = self
+            .trace
+            .clone()
+            .or_else(crate::config::trace_dir_from_env);
         let ranks = match &self.ranks {
             Ranks::Threads(n) => *n,
             Ranks::Process(env) => {
-                let shared = Arc::new(super::process::setup(
-                    env,
-                    self.heap_bytes,
-                    self.provider,
-                    timeout,
-                    backend,
-                )?);
+                let mut world =
+                    super::process::setup(env, self.heap_bytes, self.provider, timeout, backend)?;
+                world.trace = trace;
+                let shared = Arc::new(world);
                 let result = run_rank(env.rank, &shared, &f);
                 drop(shared);
                 return result.map(|value| vec![value]).map_err(|err| match err {
@@ -192,7 +204,9 @@ impl World {
                 "a world needs at least one rank".into(),
             ));
         }
-        let shared = Arc::new(self.setup(ranks, timeout, backend)?);
+        let mut world = self.setup(ranks, timeout, backend)?;
+        world.trace = trace;
+        let shared = Arc::new(world);
         let results: Vec<Result<R>> = std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(ranks);
             for rank in 0..ranks {

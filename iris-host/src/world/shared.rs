@@ -48,6 +48,8 @@ pub(crate) struct WorldShared {
     /// Raised when a rank of this process fails: iris's device waits on every rank of the
     /// process give up.
     pub abort: Arc<WorldAbort>,
+    /// Where the ranks write their traces, if tracing (set after the layout).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// How a world's ranks are laid out, for [`WorldShared::new`].
@@ -65,6 +67,7 @@ pub(crate) struct WorldLayout {
 impl WorldShared {
     pub(crate) fn new(layout: WorldLayout) -> Self {
         Self {
+            trace: None,
             size: layout.heaps.len(),
             timeout: layout.timeout,
             collective: layout.collective,
@@ -103,6 +106,7 @@ impl WorldShared {
             },
             heaps: Arc::clone(&self.heaps),
             provider: self.provider,
+            trace: self.trace.clone(),
             world: Arc::clone(self) as Arc<dyn std::any::Any + Send + Sync>,
         })
     }

@@ -1,0 +1,215 @@
+//! Tracing a world's work to one timeline: `IRIS_TRACE=<dir>` (or [`World::trace`]) makes
+//! every rank record each kernel launch (when the host queued it, and when the device ran
+//! it, between two events on the rank's stream) and each collective call
+//! ([`Iris::trace_span`]: its name, bytes and host time; on the device, from its first
+//! kernel's start to its last's end). When a rank's context ends it writes
+//! `<dir>/rank-<r>.json`; the rank that finds every rank's file of its world there merges
+//! them into `<dir>/trace.json`, a Chrome trace (ranks as processes, the host and the
+//! stream as threads) that <https://ui.perfetto.dev> and `chrome://tracing` open, and
+//! `iris-trace summary <dir>/trace.json` sums up.
+//!
+//! Times are the host's monotonic clock in microseconds. Each rank's device times are its
+//! stream's event times, anchored at an event recorded on its idle stream when tracing
+//! started (just after every rank's context existed); ranks of one machine share the host
+//! clock, so their timelines line up to within the anchor's error (microseconds).
+//! Tracing off costs one branch per launch.
+//!
+//! [`World::trace`]: crate::World::trace
+//! [`Iris::trace_span`]: crate::Iris::trace_span
+
+mod chrome;
+mod summary;
+
+pub use chrome::merge;
+pub use summary::{op_totals, summary, OpTotal};
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use iris_driver::{self as driver, Error, Result};
+
+use crate::launch::LaunchConfig;
+use crate::rank::RankCore;
+
+/// Now on the host's monotonic clock, in nanoseconds (the same clock in every process of
+/// a machine).
+pub(crate) fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// One launch: its kernel, shape, host time, and the events around it on the stream.
+struct Launch {
+    name: String,
+    unit: &'static str,
+    config: LaunchConfig,
+    host_ns: u64,
+    host_end_ns: u64,
+    start: Box<dyn driver::Event>,
+    end: Box<dyn driver::Event>,
+}
+
+/// One traced call: its name, bytes, host time and the launches it made.
+struct Span {
+    name: String,
+    bytes: u64,
+    host_ns: u64,
+    host_end_ns: u64,
+    launches: std::ops::Range<usize>,
+}
+
+/// What a rank recorded.
+#[derive(Default)]
+struct Records {
+    launches: Vec<Launch>,
+    spans: Vec<Span>,
+}
+
+/// A rank's tracer: where it writes, its clock anchor, and what it recorded.
+pub(crate) struct Tracer {
+    dir: PathBuf,
+    rank: usize,
+    world: usize,
+    /// Rank 0's start time: the files of one world carry it, so a merge never mixes runs.
+    run: u64,
+    device: String,
+    anchor: Box<dyn driver::Event>,
+    anchor_ns: u64,
+    records: Mutex<Records>,
+}
+
+impl Tracer {
+    /// Starts tracing `core`'s rank into `dir` (collective: every rank of the world starts
+    /// together, in context creation).
+    pub(crate) fn start(core: &RankCore, dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            what: format!("creating the trace folder {}", dir.display()),
+            source,
+        })?;
+        let mine = now_ns();
+        let starts =
+            crate::transport::all_gather(&**core.collective(), core.rank(), "trace start", &mine)?;
+        core.wait_stream()?;
+        let anchor = core.device().create_event()?;
+        core.stream().record(&*anchor)?;
+        let anchor_ns = now_ns();
+        anchor.synchronize(core.timeout())?;
+        Ok(Tracer {
+            dir: dir.to_path_buf(),
+            rank: core.rank(),
+            world: starts.len(),
+            run: starts.first().copied().unwrap_or(mine),
+            device: core.device_info().name.clone(),
+            anchor,
+            anchor_ns,
+            records: Mutex::new(Records::default()),
+        })
+    }
+
+    /// Before a launch: an event on the stream, and the host time.
+    pub(crate) fn before_launch(&self, core: &RankCore) -> Result<(Box<dyn driver::Event>, u64)> {
+        let start = core.device().create_event()?;
+        let host_ns = now_ns();
+        core.stream().record(&*start)?;
+        Ok((start, host_ns))
+    }
+
+    /// After a launch made with `before`: the closing event, kept with the launch.
+    pub(crate) fn after_launch(
+        &self,
+        core: &RankCore,
+        before: (Box<dyn driver::Event>, u64),
+        unit: &'static str,
+        name: &str,
+        config: LaunchConfig,
+    ) -> Result<()> {
+        let end = core.device().create_event()?;
+        core.stream().record(&*end)?;
+        let host_end_ns = now_ns();
+        let (start, host_ns) = before;
+        self.lock().launches.push(Launch {
+            name: name.to_string(),
+            unit,
+            config,
+            host_ns,
+            host_end_ns,
+            start,
+            end,
+        });
+        Ok(())
+    }
+
+    /// The number of launches so far (where a span starts).
+    pub(crate) fn launches(&self) -> usize {
+        self.lock().launches.len()
+    }
+
+    /// Records a finished span that began at `host_ns` with `first` launches made before.
+    pub(crate) fn span(&self, name: &str, bytes: u64, host_ns: u64, first: usize) {
+        let host_end_ns = now_ns();
+        let mut records = self.lock();
+        let end = records.launches.len();
+        records.spans.push(Span {
+            name: name.to_string(),
+            bytes,
+            host_ns,
+            host_end_ns,
+            launches: first..end,
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Records> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for the rank's work, turns its events into times, writes
+    /// `<dir>/rank-<r>.json`, and merges the world's files into `<dir>/trace.json` when
+    /// every rank's is there.
+    pub(crate) fn finish(self, core: &RankCore) -> Result<()> {
+        core.wait_stream()?;
+        let records = self.records.into_inner().unwrap_or_else(|p| p.into_inner());
+        let device_ns = |e: &dyn driver::Event| -> Result<u64> {
+            let ms = self.anchor.elapsed_ms(e)?;
+            Ok(self.anchor_ns + (f64::from(ms) * 1e6).max(0.0) as u64)
+        };
+        let mut launches = Vec::with_capacity(records.launches.len());
+        for l in &records.launches {
+            let start = device_ns(&*l.start)?;
+            let end = device_ns(&*l.end)?.max(start);
+            launches.push(chrome::LaunchTimes {
+                name: &l.name,
+                unit: l.unit,
+                grid: l.config.grid,
+                block: l.config.block,
+                host: (l.host_ns, l.host_end_ns),
+                device: (start, end),
+            });
+        }
+        let spans: Vec<chrome::SpanTimes<'_>> = records
+            .spans
+            .iter()
+            .map(|s| {
+                let inside = &launches[s.launches.clone()];
+                chrome::SpanTimes {
+                    name: &s.name,
+                    bytes: s.bytes,
+                    host: (s.host_ns, s.host_end_ns),
+                    device: inside
+                        .first()
+                        .zip(inside.last())
+                        .map(|(a, b)| (a.device.0, b.device.1.max(a.device.0))),
+                }
+            })
+            .collect();
+        let rank = chrome::RankTrace {
+            run: self.run,
+            rank: self.rank,
+            world: self.world,
+            device: &self.device,
+            launches: &launches,
+            spans: &spans,
+        };
+        chrome::write_rank(&self.dir, &rank)?;
+        chrome::merge_if_complete(&self.dir, self.run, self.world)
+    }
+}
