@@ -38,6 +38,11 @@ pub(crate) fn now_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// `count` new events of `core`'s device.
+fn make_events(core: &RankCore, count: usize) -> Result<Vec<Box<dyn driver::Event>>> {
+    (0..count).map(|_| core.device().create_event()).collect()
+}
+
 /// One launch: its kernel, shape, host time, and the events around it on the stream.
 struct Launch {
     name: String,
@@ -76,7 +81,13 @@ pub(crate) struct Tracer {
     anchor: Box<dyn driver::Event>,
     anchor_ns: u64,
     records: Mutex<Records>,
+    /// Events made ahead, so that a traced launch does not wait for the runtime to make
+    /// two (made [`SPARE_EVENTS`] at a time).
+    spare: Mutex<Vec<Box<dyn driver::Event>>>,
 }
+
+/// Events a tracer makes at a time, at start and whenever it runs out.
+const SPARE_EVENTS: usize = 512;
 
 impl Tracer {
     /// Starts tracing `core`'s rank into `dir` (collective: every rank of the world starts
@@ -103,12 +114,25 @@ impl Tracer {
             anchor,
             anchor_ns,
             records: Mutex::new(Records::default()),
+            spare: Mutex::new(make_events(core, SPARE_EVENTS)?),
         })
+    }
+
+    /// A spare event (more are made when none is left).
+    fn event(&self, core: &RankCore) -> Result<Box<dyn driver::Event>> {
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.is_empty() {
+            *spare = make_events(core, SPARE_EVENTS)?;
+        }
+        match spare.pop() {
+            Some(e) => Ok(e),
+            None => core.device().create_event(),
+        }
     }
 
     /// Before a launch: an event on the stream, and the host time.
     pub(crate) fn before_launch(&self, core: &RankCore) -> Result<(Box<dyn driver::Event>, u64)> {
-        let start = core.device().create_event()?;
+        let start = self.event(core)?;
         let host_ns = now_ns();
         core.stream().record(&*start)?;
         Ok((start, host_ns))
@@ -123,7 +147,7 @@ impl Tracer {
         name: &str,
         config: LaunchConfig,
     ) -> Result<()> {
-        let end = core.device().create_event()?;
+        let end = self.event(core)?;
         core.stream().record(&*end)?;
         let host_end_ns = now_ns();
         let (start, host_ns) = before;
