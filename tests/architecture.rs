@@ -36,6 +36,7 @@ const HOST: Layers = Layers {
         &["memory"],
         &["symmetric"],
         &["launch", "event"],
+        &["trace"],
         &["context"],
         &["streams", "world"],
     ],
