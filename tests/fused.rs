@@ -8,7 +8,7 @@ mod common;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
-use common::{backends, world_sizes};
+use common::for_every_world;
 use iris::ccl::{self, AllReduceAlgo, Ccl, FloatElement};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
@@ -127,44 +127,9 @@ fn rmsnorm_of<T: Elem>(
     Ok(problems)
 }
 
-/// Runs `check` on every rank of every world size and backend; fails with every problem.
-fn for_every_world(
-    name: &str,
-    check: impl Fn(&Iris, &Ccl<'_>) -> iris::Result<Vec<String>> + Sync,
-) {
-    let mut problems = Vec::new();
-    for backend in backends() {
-        for world in world_sizes() {
-            let start = std::time::Instant::now();
-            let reports = World::threads(world)
-                .backend(backend)
-                .heap_bytes(8 << 20)
-                .run(|iris| {
-                    let ccl = Ccl::new(iris)?;
-                    let report = check(iris, &ccl)?;
-                    ccl.synchronize()?;
-                    Ok(report)
-                })
-                .unwrap_or_else(|e| panic!("{name} on {backend} at {world} ranks: {e}"));
-            for (rank, report) in reports.into_iter().enumerate() {
-                for p in report {
-                    problems.push(format!(
-                        "{name} on {backend} at {world} ranks, rank {rank}: {p}"
-                    ));
-                }
-            }
-            eprintln!(
-                "{name}: {backend} at {world} ranks in {:.2?}",
-                start.elapsed()
-            );
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
 #[test]
 fn all_reduce_rmsnorm_matches_the_host_one_shot_and_two_shot() {
-    for_every_world("all_reduce_rmsnorm", |iris, ccl| {
+    for_every_world("all_reduce_rmsnorm", 8 << 20, |iris, ccl| {
         let mut out = Vec::new();
         for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
             out.extend(rmsnorm_of::<bf16>(iris, ccl, 9, 512, algo)?);
@@ -307,7 +272,7 @@ fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
 
 #[test]
 fn fused_matmuls_match_the_host_exactly() {
-    for_every_world("fused matmuls", matmuls_of);
+    for_every_world("fused matmuls", 8 << 20, matmuls_of);
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 
 use std::fmt::Debug;
 
-use common::{backends, world_sizes};
+use common::for_every_world;
 use iris::ccl::{Ccl, FloatElement, Moe, MoeShape};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
@@ -253,44 +253,9 @@ fn overflows(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
     Ok(problems)
 }
 
-/// Runs `check` on every rank of every world size and backend; fails with every problem.
-fn for_every_world(
-    name: &str,
-    check: impl Fn(&Iris, &Ccl<'_>) -> iris::Result<Vec<String>> + Sync,
-) {
-    let mut problems = Vec::new();
-    for backend in backends() {
-        for world in world_sizes() {
-            let start = std::time::Instant::now();
-            let reports = World::threads(world)
-                .backend(backend)
-                .heap_bytes(16 << 20)
-                .run(|iris| {
-                    let ccl = Ccl::new(iris)?;
-                    let report = check(iris, &ccl)?;
-                    ccl.synchronize()?;
-                    Ok(report)
-                })
-                .unwrap_or_else(|e| panic!("{name} on {backend} at {world} ranks: {e}"));
-            for (rank, report) in reports.into_iter().enumerate() {
-                for p in report {
-                    problems.push(format!(
-                        "{name} on {backend} at {world} ranks, rank {rank}: {p}"
-                    ));
-                }
-            }
-            eprintln!(
-                "{name}: {backend} at {world} ranks in {:.2?}",
-                start.elapsed()
-            );
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
 #[test]
 fn dispatch_and_combine_match_the_host_for_every_routing_and_type() {
-    for_every_world("moe", |iris, ccl| {
+    for_every_world("moe", 16 << 20, |iris, ccl| {
         let mut out = Vec::new();
         for how in [
             Routing::Random,
@@ -309,7 +274,7 @@ fn dispatch_and_combine_match_the_host_for_every_routing_and_type() {
 
 #[test]
 fn rows_past_the_capacity_and_unknown_experts_are_reported() {
-    for_every_world("moe overflow", overflows);
+    for_every_world("moe overflow", 16 << 20, overflows);
 }
 
 #[test]

@@ -76,3 +76,41 @@ pub fn world_sizes() -> Vec<usize> {
         _ => DEFAULT.to_vec(),
     }
 }
+
+/// Runs `check` on every rank of every world size ([`world_sizes`]) and backend
+/// ([`backends`]), each rank with a heap of `heap` bytes and a communicator, and fails with
+/// every problem any rank reported (each names its backend, world size and rank).
+pub fn for_every_world(
+    name: &str,
+    heap: usize,
+    check: impl Fn(&iris::Iris, &iris::ccl::Ccl<'_>) -> iris::Result<Vec<String>> + Sync,
+) {
+    let mut problems = Vec::new();
+    for backend in backends() {
+        for world in world_sizes() {
+            let start = std::time::Instant::now();
+            let reports = iris::World::threads(world)
+                .backend(backend)
+                .heap_bytes(heap)
+                .run(|iris| {
+                    let ccl = iris::ccl::Ccl::new(iris)?;
+                    let report = check(iris, &ccl)?;
+                    ccl.synchronize()?;
+                    Ok(report)
+                })
+                .unwrap_or_else(|e| panic!("{name} on {backend} at {world} ranks: {e}"));
+            for (rank, report) in reports.into_iter().enumerate() {
+                for p in report {
+                    problems.push(format!(
+                        "{name} on {backend} at {world} ranks, rank {rank}: {p}"
+                    ));
+                }
+            }
+            eprintln!(
+                "{name}: {backend} at {world} ranks in {:.2?}",
+                start.elapsed()
+            );
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
