@@ -324,8 +324,10 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
         let weights = iris.full(tokens * top_k, 0.125f32)?;
         let recv = iris.symmetric_zeros::<bf16>(capacity * hidden)?;
         let out = iris.zeros::<bf16>(tokens * hidden)?;
-        let dispatch = time(iris, iters, || moe.dispatch(&x, &idx, &recv))?;
-        let combine = time(iris, iters, || moe.combine(&recv, &idx, &weights, &out))?;
+        let dispatch = time(iris, iters, || moe.dispatch(&ccl, &x, &idx, &recv))?;
+        let combine = time(iris, iters, || {
+            moe.combine(&ccl, &recv, &idx, &weights, &out)
+        })?;
         moe.check()?;
 
         // The unfused sequence: send rows in destination order (host-computed), then

@@ -135,7 +135,7 @@ fn round_trip<T: Elem>(
     let x = iris.from_slice(&x)?;
     let idx = iris.from_slice(&tables[me])?;
     let recv = iris.symmetric_full::<T>(shape.capacity * hidden, T::of(-99.0))?;
-    moe.dispatch(&x, &idx, &recv)?;
+    moe.dispatch(ccl, &x, &idx, &recv)?;
     ccl.synchronize()?;
     moe.check()?;
 
@@ -189,7 +189,7 @@ fn round_trip<T: Elem>(
     let weights = iris.from_slice(&weights)?;
     let out = iris.full::<T>(shape.tokens * hidden, T::of(-99.0))?;
     iris.host_barrier()?; // every rank's experts are done before anyone combines
-    moe.combine(&recv, &idx, &weights, &out)?;
+    moe.combine(ccl, &recv, &idx, &weights, &out)?;
     ccl.synchronize()?;
     let out = out.to_vec()?;
     'tokens: for t in 0..shape.tokens {
@@ -230,14 +230,14 @@ fn overflows(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
     let recv = iris.symmetric_zeros::<f32>(12)?;
     // Every pair to expert 0: 16 rows from each rank into 3.
     let idx = iris.full::<i64>(16, 0)?;
-    moe.dispatch(&x, &idx, &recv)?;
+    moe.dispatch(ccl, &x, &idx, &recv)?;
     ccl.synchronize()?;
     match moe.check() {
         Err(Error::InvalidConfig(m)) if m.contains("capacity of 3 rows") => {}
         other => problems.push(format!("16 rows into 3: check() gave {other:?}")),
     }
     let idx = iris.full::<i64>(16, world as i64)?;
-    moe.dispatch(&x, &idx, &recv)?;
+    moe.dispatch(ccl, &x, &idx, &recv)?;
     ccl.synchronize()?;
     match moe.check() {
         Err(Error::InvalidConfig(m)) if m.contains("past the last") => {}
@@ -245,7 +245,7 @@ fn overflows(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
     }
     // A good dispatch after them clears the report.
     let idx = iris.full::<i64>(16, -1)?;
-    moe.dispatch(&x, &idx, &recv)?;
+    moe.dispatch(ccl, &x, &idx, &recv)?;
     ccl.synchronize()?;
     if let Err(e) = moe.check() {
         problems.push(format!("no expert at all: check() gave {e}"));
@@ -302,7 +302,7 @@ fn shapes_are_checked_before_anything_runs() {
             let x = iris.zeros::<f32>(31)?;
             let idx = iris.zeros::<i64>(8)?;
             let recv = iris.symmetric_zeros::<f32>(128)?;
-            match moe.dispatch(&x, &idx, &recv) {
+            match moe.dispatch(&ccl, &x, &idx, &recv) {
                 Err(Error::LengthMismatch {
                     expected: 32,
                     got: 31,
@@ -313,7 +313,7 @@ fn shapes_are_checked_before_anything_runs() {
             let x = iris.zeros::<f32>(32)?;
             let short = iris.zeros::<i64>(7)?;
             assert!(matches!(
-                moe.dispatch(&x, &short, &recv),
+                moe.dispatch(&ccl, &x, &short, &recv),
                 Err(Error::LengthMismatch {
                     expected: 8,
                     got: 7,
@@ -324,7 +324,7 @@ fn shapes_are_checked_before_anything_runs() {
             let out = iris.zeros::<f32>(32)?;
             let small = iris.symmetric_zeros::<f32>(64)?;
             assert!(matches!(
-                moe.combine(&small, &idx, &weights, &out),
+                moe.combine(&ccl, &small, &idx, &weights, &out),
                 Err(Error::LengthMismatch {
                     expected: 128,
                     got: 64,

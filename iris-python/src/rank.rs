@@ -49,6 +49,8 @@ pub struct Rank<'a> {
     pub iris: &'a Iris,
     ccl: Option<Ccl<'a>>,
     buffers: HashMap<u64, Slot<'a>>,
+    /// Mixture-of-experts exchanges (`ctx.moe`), by id.
+    pub moes: HashMap<u64, iris::ccl::Moe<'a>>,
     next_id: u64,
 }
 
@@ -58,8 +60,16 @@ impl<'a> Rank<'a> {
             iris,
             ccl: None,
             buffers: HashMap::new(),
+            moes: HashMap::new(),
             next_id: 1,
         }
+    }
+
+    /// A new id (of a buffer or an exchange).
+    pub fn next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
     }
 
     /// Keeps `buffer` and returns its id.
@@ -140,6 +150,7 @@ impl<'a> Rank<'a> {
                 }
             }
         }
+        self.moes.clear();
         self.ccl = None;
         first_error.map_or(Ok(()), Err)
     }

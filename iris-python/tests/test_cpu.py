@@ -104,6 +104,11 @@ def test_argument_errors(ctx):
         (lambda: ctx.all_reduce_rmsnorm(a, b, ctx.zeros(3), ctx.zeros(4), algo="x"), "one_shot or two_shot"),
         (lambda: ctx.all_reduce_rmsnorm(a, b, ctx.zeros(3), ctx.zeros(4)), "whole rows"),
         (lambda: ctx.all_reduce_rmsnorm(*(ctx.zeros(4, "int32") for _ in range(4))), "float32, float16 or bfloat16"),
+        (lambda: ctx.moe(4, 8, 2, 0, 8), "spread evenly"),
+        (lambda: ctx.moe_dispatch(999, a, ctx.zeros(8, "int64"), ctx.zeros(4)), "does not exist"),
+        (lambda: ctx.moe_dispatch(ctx.moe(4, 8, 2, 2, 8), a, ctx.zeros(8), ctx.zeros(64)), "int64"),
+        (lambda: ctx.all_gather_matmul(a, b, ctx.zeros(4), 64), "bfloat16 or float16"),
+        (lambda: ctx.all_gather_matmul(ctx.zeros(100, "float16"), ctx.zeros(64, "float16"), ctx.zeros(4), 64), "whole rows of k"),
         (lambda: ctx.put(np.zeros(4, np.int32), a, peer=0), "src holds int32"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=1), "peer 1"),
         (lambda: ctx.put(np.zeros(4, np.float32), a, peer=0, offset=6), "do not fit"),
@@ -220,6 +225,28 @@ RANK_SCRIPT = textwrap.dedent(
     ctx.all_reduce_rmsnorm(xin, res, gam, y, eps=0.0, algo="two_shot")
     assert (np.asarray(res) == w * (w + 1) / 2 + 1).all(), np.asarray(res)
     assert np.allclose(np.asarray(y), 2.0), np.asarray(y)
+    # MoE: 4 tokens of 8 a rank, each to experts (t, t + 1) of 2 * w; combined with
+    # weights 0.25 and 0.5 from the rows as dispatched (the experts do nothing).
+    moe = ctx.moe(tokens=4, hidden=8, top_k=2, experts=2 * w, capacity=8 * w)
+    tok = iris_rs.from_numpy(ctx, np.repeat(np.arange(4, dtype=np.float32) + 10 * r, 8))
+    ids = iris_rs.from_numpy(ctx, np.array([[t % (2 * w), (t + 1) % (2 * w)] for t in range(4)], np.int64).ravel())
+    recv = ctx.zeros(8 * w * 8)
+    ctx.moe_dispatch(moe, tok, ids, recv)
+    ctx.moe_check(moe)
+    mine = sum(1 for t in range(4) for e in (t, t + 1) if e % (2 * w) // 2 == r)  # per source
+    assert sum(ctx.moe_recv_counts(moe)) == w * mine, ctx.moe_recv_counts(moe)
+    wts = iris_rs.from_numpy(ctx, np.tile(np.array([0.25, 0.5], np.float32), 4))
+    out = ctx.zeros(32)
+    ctx.moe_combine(moe, recv, ids, wts, out)
+    assert np.allclose(np.asarray(out), np.repeat(np.arange(4, dtype=np.float32) + 10 * r, 8) * 0.75), np.asarray(out)
+    # all_gather_matmul: 128 rows of ones a rank, times B = 2 (k = 64): every entry 128.
+    a = ctx.zeros(128 * 64, "float16")
+    a.write(np.ones(128 * 64, np.float16).tobytes())
+    bm = ctx.zeros(64 * 128, "float16")
+    bm.write(np.full(64 * 128, 2, np.float16).tobytes())
+    cm = ctx.zeros(w * 128 * 128)
+    ctx.all_gather_matmul(a, bm, cm, 64)
+    assert (np.asarray(cm) == 128).all(), np.asarray(cm)[:4]
     print("rank", r, "ok", ctx.is_process_world)
     ctx.close()
     """

@@ -312,8 +312,8 @@ pub struct MoeShape {
 }
 
 /// A mixture-of-experts exchange for one [`MoeShape`]: the layout's device memory,
-/// made once and reused by every [`dispatch`](Moe::dispatch) and
-/// [`combine`](Moe::combine).
+/// made once (collectively, on the communicator it is then used with) and reused by
+/// every [`dispatch`](Moe::dispatch) and [`combine`](Moe::combine).
 ///
 /// **The receive layout.** After `dispatch`, rank `r`'s `recv` holds, for each of its
 /// local experts `j` (expert `r * E/W + j`) in order, the rows sent by rank 0, then rank
@@ -341,11 +341,11 @@ pub struct MoeShape {
 ///     let ids: Vec<i64> = (0..4).flat_map(|t| [t % 4, (t + 1) % 4]).collect();
 ///     let idx = iris.from_slice(&ids)?;
 ///     let recv = iris.symmetric_zeros::<f32>(16 * 8)?;
-///     moe.dispatch(&x, &idx, &recv)?;
+///     moe.dispatch(&ccl, &x, &idx, &recv)?;
 ///     // ... the experts compute on `recv`, here in place ...
 ///     let weights = iris.from_slice(&[0.5f32; 8])?;
 ///     let out = iris.zeros::<f32>(32)?;
-///     moe.combine(&recv, &idx, &weights, &out)?;
+///     moe.combine(&ccl, &recv, &idx, &weights, &out)?;
 ///     ccl.synchronize()?;
 ///     moe.check()?;
 ///     assert!(out.to_vec()?.iter().all(|&y| y == 1.0)); // 0.5 + 0.5
@@ -354,8 +354,7 @@ pub struct MoeShape {
 /// # Ok(())
 /// # }
 /// ```
-pub struct Moe<'a, 'ctx> {
-    ccl: &'a Ccl<'ctx>,
+pub struct Moe<'ctx> {
     shape: MoeShape,
     chunk_counts: Buffer<'ctx, u64>,
     totals: SymmetricBuffer<'ctx, u64>,
@@ -368,10 +367,10 @@ pub struct Moe<'a, 'ctx> {
 /// Tokens per chunk of the layout kernels (their `CHUNK`).
 const CHUNK: usize = 64;
 
-impl<'a, 'ctx> Moe<'a, 'ctx> {
+impl<'ctx> Moe<'ctx> {
     /// The exchange for `shape` on `ccl`'s ranks (collective: every rank calls it with the
     /// same shape). Refuses a shape with nothing to move or experts not spread evenly.
-    pub fn new(ccl: &'a Ccl<'ctx>, shape: MoeShape) -> Result<Self> {
+    pub fn new(ccl: &Ccl<'ctx>, shape: MoeShape) -> Result<Self> {
         let world = ccl.world_size();
         let refuse = |why: String| Err(Error::InvalidConfig(format!("ccl::Moe: {why}")));
         if shape.hidden == 0 || shape.top_k == 0 || shape.capacity == 0 {
@@ -394,7 +393,6 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         let iris = ccl.iris();
         let chunks = shape.tokens.div_ceil(CHUNK).max(1);
         let moe = Moe {
-            ccl,
             shape,
             chunk_counts: iris.zeros(chunks * shape.experts)?,
             totals: iris.symmetric_zeros(shape.experts)?,
@@ -422,6 +420,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     /// rank's stream, the routing read on the device.
     pub fn dispatch<T: FloatElement>(
         &self,
+        ccl: &Ccl<'ctx>,
         x: &impl LocalArray<T>,
         idx: &impl LocalArray<i64>,
         recv: &SymmetricBuffer<'_, T>,
@@ -438,10 +437,10 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             s.capacity * s.hidden,
             recv.len(),
         )?;
-        let iris = self.ccl.iris();
+        let iris = ccl.iris();
         let rows = (s.tokens * s.top_k * s.hidden * std::mem::size_of::<T>()) as u64;
         let _span = iris.trace_span(KernelId::MoeDispatch.call_name(), rows);
-        self.layout(idx)?;
+        self.layout(ccl, idx)?;
         let mut args = iris.args(
             KernelId::MoeDispatch.unit(),
             KernelId::MoeDispatch.index::<T>()?,
@@ -452,8 +451,8 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         args.pointer(&self.slots)?;
         args.symmetric(recv)?;
         args.pointer(&self.overflow)?;
-        self.tail(&mut args, &[s.hidden as u64, s.capacity as u64])?;
-        iris.launch(self.framed()?, args)
+        self.tail(ccl, &mut args, &[s.hidden as u64, s.capacity as u64])?;
+        iris.launch(self.framed(ccl)?, args)
     }
 
     /// `out[t]` (`tokens * hidden` elements) = the sum over token `t`'s slots `k`, in
@@ -464,6 +463,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
     /// add nothing. Collective, asynchronous: one launch.
     pub fn combine<T: FloatElement>(
         &self,
+        ccl: &Ccl<'ctx>,
         expert_out: &SymmetricBuffer<'_, T>,
         idx: &impl LocalArray<i64>,
         weights: &impl LocalArray<f32>,
@@ -486,7 +486,7 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
             s.tokens * s.hidden,
             out.len(),
         )?;
-        let iris = self.ccl.iris();
+        let iris = ccl.iris();
         let rows = (s.tokens * s.top_k * s.hidden * std::mem::size_of::<T>()) as u64;
         let _span = iris.trace_span(KernelId::MoeCombine.call_name(), rows);
         let mut args = iris.args(
@@ -499,8 +499,8 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         args.pointer(&self.base)?;
         args.pointer(&self.slots)?;
         args.pointer(&out.local_ptr())?;
-        self.tail(&mut args, &[s.hidden as u64, s.capacity as u64])?;
-        iris.launch(self.framed()?, args)
+        self.tail(ccl, &mut args, &[s.hidden as u64, s.capacity as u64])?;
+        iris.launch(self.framed(ccl)?, args)
     }
 
     /// How many rows each rank sent each of this rank's experts in the last dispatch:
@@ -529,10 +529,10 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
 
     /// The layout of `idx`'s routing: chunk counts, this rank's totals, then (after every
     /// rank's) each pair's row.
-    fn layout(&self, idx: &impl LocalArray<i64>) -> Result<()> {
+    fn layout(&self, ccl: &Ccl<'ctx>, idx: &impl LocalArray<i64>) -> Result<()> {
         let s = self.shape;
-        let iris = self.ccl.iris();
-        let threads = self.ccl.block_threads();
+        let iris = ccl.iris();
+        let threads = ccl.block_threads();
         let blocks = |work: usize| (work.div_ceil(threads as usize).clamp(1, 1 << 16)) as u32;
         let chunks = s.tokens.div_ceil(CHUNK);
         kernels::moe_count::launch(
@@ -555,44 +555,43 @@ impl<'a, 'ctx> Moe<'a, 'ctx> {
         )?;
         kernels::moe_layout::launch(
             iris,
-            self.framed()?,
+            self.framed(ccl)?,
             &idx.local_ptr(),
             &self.chunk_counts,
             &self.totals,
             &self.base,
             &self.slots,
             &self.recv_counts,
-            self.ccl.signals(),
+            ccl.signals(),
             s.tokens as u64,
             s.top_k as u64,
             s.experts as u64,
-            self.ccl.rank() as u32,
-            self.ccl.world_size() as u32,
-            self.ccl.wait_limit_ns(),
+            ccl.rank() as u32,
+            ccl.world_size() as u32,
+            ccl.wait_limit_ns(),
         )
     }
 
     /// The arguments dispatch and combine end with: the signals, the shape (`sizes`:
     /// hidden and capacity), this rank, the world and the wait limit.
-    fn tail(&self, args: &mut crate::KernelArgs<'_>, sizes: &[u64]) -> Result<()> {
+    fn tail(&self, ccl: &Ccl<'ctx>, args: &mut crate::KernelArgs<'_>, sizes: &[u64]) -> Result<()> {
         let s = self.shape;
-        args.symmetric(self.ccl.signals())?;
+        args.symmetric(ccl.signals())?;
         args.value(s.tokens as u64);
         args.value(s.top_k as u64);
         args.value(s.experts as u64);
         for &size in sizes {
             args.value(size);
         }
-        args.value(self.ccl.rank() as u32);
-        args.value(self.ccl.world_size() as u32);
-        args.value(self.ccl.wait_limit_ns());
+        args.value(ccl.rank() as u32);
+        args.value(ccl.world_size() as u32);
+        args.value(ccl.wait_limit_ns());
         Ok(())
     }
 
     /// The co-resident launch shape of the barrier-framed kernels.
-    fn framed(&self) -> Result<LaunchConfig> {
-        self.ccl
-            .launch_config_for(KernelId::MoeDispatch.unit(), self.ccl.block_threads())
+    fn framed(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
+        ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())
     }
 
     /// `idx` holds `tokens * top_k` expert ids.

@@ -207,7 +207,7 @@ impl PyContext {
 }
 
 /// The communicator after `Rank::ccl` made it, borrowed shared beside the buffers.
-fn made<'r, 'a>(r: &'r crate::rank::Rank<'a>) -> iris::Result<&'r iris::ccl::Ccl<'a>> {
+pub(super) fn made<'r, 'a>(r: &'r crate::rank::Rank<'a>) -> iris::Result<&'r iris::ccl::Ccl<'a>> {
     r.ccl_if_made()
         .ok_or_else(|| iris::Error::InvalidConfig("the communicator could not be created".into()))
 }

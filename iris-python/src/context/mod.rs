@@ -1,6 +1,7 @@
 //! `iris_rs.Context`: this process's rank, its symmetric memory, and launches.
 
 mod collectives;
+mod fused;
 mod memory;
 mod put;
 
