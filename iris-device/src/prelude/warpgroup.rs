@@ -39,9 +39,10 @@
 //! [`wg_wait`]`(acc, n)` returns once at most `n` committed batches are still in flight.
 //! An accumulator may be passed to more `wg_mma` calls at any time, but read (stored)
 //! only after `wg_wait(acc, 0)`, and the shared tiles a batch reads stay unchanged until
-//! a wait has covered it:
+//! a wait has covered it (in a kernel's body; `examples/common/warpgroup_gemm.rs` is a
+//! whole kernel, compiled and run by tests/matrix.rs):
 //!
-//! ```ignore
+//! ```text
 //! let mut acc = wg_zero();
 //! for s in 0..4 {
 //!     acc = wg_mma(a, b, s, acc);
