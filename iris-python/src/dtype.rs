@@ -256,3 +256,30 @@ macro_rules! dispatch {
     };
 }
 pub(crate) use dispatch;
+
+/// [`dispatch`] over the floating-point element types the weighting and normalizing
+/// operations take (`float32`, `float16`, `bfloat16`); another dtype is an
+/// `InvalidConfig` error saying `$what` takes floats.
+macro_rules! dispatch_float {
+    ($dtype:expr, $what:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = ::iris::prelude::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = ::iris::prelude::bf16;
+                $body
+            }
+            other => Err(::iris::Error::InvalidConfig(format!(
+                "{}: float32, float16 or bfloat16 only, got {other}",
+                $what
+            ))),
+        }
+    };
+}
+pub(crate) use dispatch_float;

@@ -401,9 +401,8 @@ impl<'ctx> Moe<'ctx> {
             recv_counts: iris.zeros(shape.experts)?,
             overflow: iris.zeros(1)?,
         };
-        for kernel in [KernelId::MoeDispatch, KernelId::MoeCombine] {
-            ccl.launch_config_for(kernel.unit(), ccl.block_threads())?;
-        }
+        // One unit holds every MoE kernel: loaded here, collectively.
+        ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())?;
         Ok(moe)
     }
 
@@ -504,8 +503,8 @@ impl<'ctx> Moe<'ctx> {
     }
 
     /// How many rows each rank sent each of this rank's experts in the last dispatch:
-    /// `[j * world + s]` for local expert `j` and source rank `s` (`experts / world *
-    /// world` entries; the rest of the buffer is unused). Written on the device by
+    /// `[j * world + s]` for local expert `j` and source rank `s` (`experts` entries in
+    /// all: `experts / world` local experts times `world` sources). Written on the device by
     /// dispatch: read it after the rank's work, or from a later kernel.
     pub fn recv_counts(&self) -> &Buffer<'ctx, u64> {
         &self.recv_counts

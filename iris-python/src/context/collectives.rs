@@ -2,6 +2,7 @@
 //! `reduce_scatter`, `broadcast`, each checked here and run by one [`PyContext::collective`].
 
 use super::*;
+use crate::dtype::dispatch_float;
 
 /// A collective a context runs, with what it takes besides its two buffers.
 #[derive(Clone, Copy)]
@@ -108,7 +109,7 @@ impl PyContext {
                         Collective::ReduceScatter(op) => ccl::reduce_scatter(ccl, input, output, op),
                         Collective::Broadcast(root) => ccl::broadcast(ccl, input, output, root),
                     }?;
-                    if sync { ccl.synchronize() } else { Ok(()) }
+                    settle(ccl, sync)
                 })
             })
         })
@@ -183,23 +184,12 @@ impl PyContext {
             rank.call(move |r| {
                 r.ccl()?;
                 let ccl = made(r)?;
-                macro_rules! run {
-                    ($t:ty) => {{
-                        let (input, output) = (r.typed::<$t>(i)?, r.typed::<$t>(o)?);
-                        let (residual, gamma) = (r.typed::<$t>(res)?, r.typed::<$t>(g)?);
-                        ccl::all_reduce_rmsnorm(ccl, input, residual, gamma, eps, output, algo)
-                    }};
-                }
-                match dtype {
-                    DType::F32 => run!(f32),
-                    DType::F16 => run!(iris::prelude::f16),
-                    _ => run!(iris::prelude::bf16),
-                }?;
-                if sync {
-                    ccl.synchronize()
-                } else {
-                    Ok(())
-                }
+                dispatch_float!(dtype, "all_reduce_rmsnorm", T => {
+                    let (input, output) = (r.typed::<T>(i)?, r.typed::<T>(o)?);
+                    let (residual, gamma) = (r.typed::<T>(res)?, r.typed::<T>(g)?);
+                    ccl::all_reduce_rmsnorm(ccl, input, residual, gamma, eps, output, algo)
+                })?;
+                settle(ccl, sync)
             })
         })
         .map_err(to_py)
@@ -210,6 +200,16 @@ impl PyContext {
 pub(super) fn made<'r, 'a>(r: &'r crate::rank::Rank<'a>) -> iris::Result<&'r iris::ccl::Ccl<'a>> {
     r.ccl_if_made()
         .ok_or_else(|| iris::Error::InvalidConfig("the communicator could not be created".into()))
+}
+
+/// The end of a collective call: waits for the rank's work (and so reports a peer that
+/// never arrived) when the call is synchronous.
+pub(super) fn settle(ccl: &iris::ccl::Ccl<'_>, sync: bool) -> iris::Result<()> {
+    if sync {
+        ccl.synchronize()
+    } else {
+        Ok(())
+    }
 }
 
 /// The all-reduce algorithm named `algo` (`one_shot`, `two_shot`), or a usage error

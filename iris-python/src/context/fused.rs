@@ -2,8 +2,9 @@
 //! (`moe`, `moe_dispatch`, `moe_combine`, `moe_recv_counts`, `moe_check`) and the fused
 //! GEMMs (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`).
 
-use super::collectives::made;
+use super::collectives::{made, settle};
 use super::*;
+use crate::dtype::dispatch_float;
 use iris::ccl::{Moe, MoeShape};
 use iris::prelude::{bf16, f16};
 
@@ -88,24 +89,10 @@ impl PyContext {
                 r.ccl()?;
                 let (ccl, moe) = (made(r)?, moe_of(r, moe)?);
                 let idx = r.typed::<i64>(ii)?;
-                macro_rules! run {
-                    ($t:ty) => {
-                        moe.dispatch(ccl, r.typed::<$t>(xi)?, idx, r.typed::<$t>(ri)?)
-                    };
-                }
-                match dtype {
-                    DType::F32 => run!(f32),
-                    DType::F16 => run!(f16),
-                    DType::BF16 => run!(bf16),
-                    other => Err(iris::Error::InvalidConfig(format!(
-                        "moe_dispatch: tokens must be float32, float16 or bfloat16, got {other}"
-                    ))),
-                }?;
-                if sync {
-                    ccl.synchronize()
-                } else {
-                    Ok(())
-                }
+                dispatch_float!(dtype, "moe_dispatch: tokens", T => {
+                    moe.dispatch(ccl, r.typed::<T>(xi)?, idx, r.typed::<T>(ri)?)
+                })?;
+                settle(ccl, sync)
             })
         })
         .map_err(to_py)
@@ -155,24 +142,10 @@ impl PyContext {
                 r.ccl()?;
                 let (ccl, moe) = (made(r)?, moe_of(r, moe)?);
                 let (idx, weights) = (r.typed::<i64>(ii)?, r.typed::<f32>(wi)?);
-                macro_rules! run {
-                    ($t:ty) => {
-                        moe.combine(ccl, r.typed::<$t>(ei)?, idx, weights, r.typed::<$t>(oi)?)
-                    };
-                }
-                match dtype {
-                    DType::F32 => run!(f32),
-                    DType::F16 => run!(f16),
-                    DType::BF16 => run!(bf16),
-                    other => Err(iris::Error::InvalidConfig(format!(
-                        "moe_combine: rows must be float32, float16 or bfloat16, got {other}"
-                    ))),
-                }?;
-                if sync {
-                    ccl.synchronize()
-                } else {
-                    Ok(())
-                }
+                dispatch_float!(dtype, "moe_combine: rows", T => {
+                    moe.combine(ccl, r.typed::<T>(ei)?, idx, weights, r.typed::<T>(oi)?)
+                })?;
+                settle(ccl, sync)
             })
         })
         .map_err(to_py)
@@ -182,16 +155,8 @@ impl PyContext {
     /// `[j * world + s]` for local expert `j` and source `s` (waits for the rank's work).
     fn moe_recv_counts(&self, py: Python<'_>, moe: u64) -> PyResult<Vec<u64>> {
         let rank = Arc::clone(&self.rank);
-        py.detach(move || {
-            rank.call(move |r| {
-                let moe = moe_of(r, moe)?;
-                let used = moe.shape().experts;
-                let mut counts = moe.recv_counts().to_vec()?;
-                counts.truncate(used);
-                Ok(counts)
-            })
-        })
-        .map_err(to_py)
+        py.detach(move || rank.call(move |r| moe_of(r, moe)?.recv_counts().to_vec()))
+            .map_err(to_py)
     }
 
     /// Raises IrisError when the last dispatch left rows out (past the capacity, or expert
@@ -329,11 +294,7 @@ impl PyContext {
                     DType::F16 => run!(f16),
                     _ => run!(bf16),
                 }?;
-                if sync {
-                    ccl.synchronize()
-                } else {
-                    Ok(())
-                }
+                settle(ccl, sync)
             })
         })
         .map_err(to_py)
