@@ -31,6 +31,17 @@ pub fn pull_from_next(src: Symmetric<u32>, out: *mut u32, n: u64, me: u32, world
     }
 }
 
+/// Reads the previous rank's copy of `src` into the local `out` through a plain pointer
+/// (`peer_ptr`: the translation made once, then ordinary loads).
+#[iris::kernel]
+pub fn pull_through_peer_ptr(src: Symmetric<u32>, out: *mut u32, n: u64, me: u32, world: u32) {
+    let prev = src.peer_ptr((me + world - 1) % world) as *const u32;
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
+    if i < n {
+        unsafe { *out.add(i as usize) = *prev.add(i as usize) };
+    }
+}
+
 /// Every thread adds `1 + me` to the counter of every rank, at system scope.
 #[iris::kernel]
 pub fn count_everywhere(counter: Symmetric<u64>, me: u32, world: u32) {
@@ -124,6 +135,41 @@ fn remote_load_reads_the_next_ranks_copy() {
             assert!(
                 results.iter().all(|&x| x),
                 "{backend} at {world} ranks: remote load read wrong data"
+            );
+        }
+    }
+}
+
+#[test]
+fn peer_ptr_reads_the_previous_ranks_copy() {
+    for backend in backends() {
+        for world in world_sizes() {
+            let n = 1000usize;
+            let results = World::threads(world)
+                .backend(backend)
+                .heap_bytes(1 << 20)
+                .run(|iris| {
+                    let mine = random_u32(n);
+                    let src = iris.symmetric_from_slice(&mine)?;
+                    let out = iris.full::<u32>(n, 0xDEAD_BEEF)?;
+                    pull_through_peer_ptr::launch(
+                        iris,
+                        LaunchConfig::for_elements(n as u64, 64),
+                        &src,
+                        &out,
+                        n as u64,
+                        iris.rank() as u32,
+                        world as u32,
+                    )?;
+                    iris.barrier()?;
+                    let everyone = iris.all_gather(mine)?;
+                    let prev = (iris.rank() + world - 1) % world;
+                    Ok(out.to_vec()? == everyone[prev])
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            assert!(
+                results.iter().all(|&x| x),
+                "{backend} at {world} ranks: peer_ptr read wrong data"
             );
         }
     }

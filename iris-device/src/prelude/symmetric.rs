@@ -64,6 +64,17 @@ impl<T> Symmetric<T> {
         self.ptr
     }
 
+    /// `peer`'s copy of this element, as a plain pointer: the translation that
+    /// [`load`](crate::prelude::load) and [`store`](crate::prelude::store) make, made once,
+    /// for code that reads or writes a peer's copy many times or with operations that take
+    /// pointers (`copy_async`, vector loads). The pointer is valid only in this kernel and
+    /// only within the allocation; a unit built with peer checks checks `peer` here.
+    #[inline(always)]
+    pub fn peer_ptr(self, peer: u32) -> *mut T {
+        let _ = peer;
+        super::device_only("peer_ptr")
+    }
+
     /// The same address viewed as another element type (for 16-byte vector access:
     /// `p.cast::<f32x4>()`).
     #[inline(always)]

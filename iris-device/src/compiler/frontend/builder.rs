@@ -18,6 +18,8 @@ pub struct Signature {
     pub params: Vec<Local>,
     /// Return type.
     pub ret: Type,
+    /// Marked `#[inline(always)]`: inlined into every caller.
+    pub inline_always: bool,
     /// Name span.
     pub span: Span,
 }
@@ -128,6 +130,7 @@ impl<'u> FnBuilder<'u> {
         Function {
             name: sig.name.clone(),
             is_kernel: sig.is_kernel,
+            inline_always: sig.inline_always,
             param_count: sig.params.len(),
             ret: sig.ret.clone(),
             locals: self.locals,

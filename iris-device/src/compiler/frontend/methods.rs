@@ -90,6 +90,16 @@ impl FnBuilder<'_> {
                         span,
                     ))
                 }
+                "peer_ptr" => {
+                    arity(1)?;
+                    let peer = args.into_iter().next().ok_or_else(|| CompileError::new(span, "missing peer"))?;
+                    self.expect(&peer, &Type::Scalar(Scalar::U32))?;
+                    Ok(self.expr(
+                        ExprKind::Intrinsic(Intrinsic::SymPeerPtr { sym: Box::new(receiver), peer: Box::new(peer) }),
+                        Type::Ptr { pointee: elem, mutable: true },
+                        span,
+                    ))
+                }
                 "cast" => {
                     arity(0)?;
                     let to = cast_target(turbofish, span)?;
@@ -101,7 +111,7 @@ impl FnBuilder<'_> {
                 }
                 _ => Err(CompileError::new(
                     m.method.span(),
-                    format!("`Symmetric<T>` has `add`, `sub`, `offset`, `local` and `cast`; not `{name}` (remote access goes through `iris::load`/`iris::store`)"),
+                    format!("`Symmetric<T>` has `add`, `sub`, `offset`, `local`, `peer_ptr` and `cast`; not `{name}` (remote access goes through `iris::load`/`iris::store`)"),
                 )),
             },
             Type::Vector(v) => match name.as_str() {

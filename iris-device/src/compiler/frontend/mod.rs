@@ -614,8 +614,17 @@ pub(crate) fn signature(item: &syn::ItemFn, is_kernel: bool) -> Result<Signature
         is_kernel,
         params,
         ret,
+        inline_always: item.attrs.iter().any(is_inline_always),
         span: sig.ident.span(),
     })
+}
+
+/// `#[inline(always)]`.
+fn is_inline_always(attr: &syn::Attribute) -> bool {
+    attr.path().is_ident("inline")
+        && attr
+            .parse_args::<syn::Ident>()
+            .is_ok_and(|word| word == "always")
 }
 
 #[cfg(test)]

@@ -134,6 +134,25 @@ fn device_functions_are_called() {
     let u = build_unit("m", &[(k.clone(), true), (h, false)]).unwrap();
     assert_eq!(u.functions.len(), 2);
     assert!(!u.functions[1].is_kernel);
+    assert!(!u.functions[1].inline_always);
+    let inlined: syn::ItemFn =
+        syn::parse_str("#[inline(always)] fn twice(x: f32) -> f32 { x * 2.0 }").unwrap();
+    let u = build_unit("m", &[(k.clone(), true), (inlined, false)]).unwrap();
+    assert!(u.functions[1].inline_always);
+    let ir = super::super::llvm::lower_unit(&u, super::super::Target::Sm90).unwrap();
+    let twice = ir
+        .lines()
+        .find(|l| l.starts_with("define internal float"))
+        .unwrap();
+    let attrs = twice.rsplit(' ').nth(1).unwrap();
+    assert!(
+        ir.contains(&format!("attributes {attrs} = {{ alwaysinline")),
+        "{twice}\n{ir}"
+    );
+    let hinted: syn::ItemFn =
+        syn::parse_str("#[inline] fn twice(x: f32) -> f32 { x * 2.0 }").unwrap();
+    let u = build_unit("m", &[(k.clone(), true), (hinted, false)]).unwrap();
+    assert!(!u.functions[1].inline_always, "only `always` forces it");
     let bad: syn::ItemFn = syn::parse_str("fn twice(x: f32) -> f32 { x }").unwrap();
     let e = build_unit("m", &[(k, true), (bad.clone(), false), (bad, false)]).unwrap_err();
     assert!(e[0].message.contains("defined twice"));

@@ -303,6 +303,7 @@ impl Intrinsic {
             PtrOffset { .. }
             | SymOffset { .. }
             | SymLocal { .. }
+            | SymPeerPtr { .. }
             | SymCast { .. }
             | VecNew { .. }
             | VecSplat { .. }

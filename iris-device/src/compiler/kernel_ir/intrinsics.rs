@@ -191,6 +191,13 @@ pub enum Intrinsic {
         /// The symmetric pointer.
         sym: Operand,
     },
+    /// `sym.peer_ptr(peer)` -> `*mut T`: the peer's copy, as a plain pointer.
+    SymPeerPtr {
+        /// The symmetric pointer.
+        sym: Operand,
+        /// Whose copy.
+        peer: Operand,
+    },
     /// `sym.cast::<U>()` -> `Symmetric<U>` (the expression's type), same address.
     SymCast {
         /// The symmetric pointer.
@@ -570,7 +577,9 @@ impl Intrinsic {
             WordLoad { addr } => vec![addr],
             WordStore { addr, value } => vec![addr, value],
             WordCas { addr, current, new } => vec![addr, current, new],
-            RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
+            RemoteLoad { sym, peer } | SymPeerPtr { sym, peer } | AtomicLoad { sym, peer, .. } => {
+                vec![sym, peer]
+            }
             RemoteStore { sym, value, peer }
             | AtomicRmw {
                 sym, value, peer, ..
@@ -673,7 +682,9 @@ impl Intrinsic {
             WordLoad { addr } => vec![addr],
             WordStore { addr, value } => vec![addr, value],
             WordCas { addr, current, new } => vec![addr, current, new],
-            RemoteLoad { sym, peer } | AtomicLoad { sym, peer, .. } => vec![sym, peer],
+            RemoteLoad { sym, peer } | SymPeerPtr { sym, peer } | AtomicLoad { sym, peer, .. } => {
+                vec![sym, peer]
+            }
             RemoteStore { sym, value, peer }
             | AtomicRmw {
                 sym, value, peer, ..

@@ -28,6 +28,10 @@ pub struct Function {
     pub name: String,
     /// An entry point rather than a device helper.
     pub is_kernel: bool,
+    /// A device function marked `#[inline(always)]`: inlined into every caller (LLVM
+    /// otherwise decides, and keeps a large function called from several places out of
+    /// line, where its pointers lose what LLVM knew of their address spaces).
+    pub inline_always: bool,
     /// Parameters are `locals[0..param_count]`.
     pub param_count: usize,
     /// The return type (`Unit` for kernels).

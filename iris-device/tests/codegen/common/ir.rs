@@ -386,6 +386,7 @@ impl Func {
         Function {
             name: self.name,
             is_kernel: self.is_kernel,
+            inline_always: false,
             param_count: self.params,
             ret: self.ret,
             locals: self.locals,

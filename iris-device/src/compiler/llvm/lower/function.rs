@@ -42,7 +42,7 @@ pub(super) fn lower_function(
     if !b.is_terminated() {
         emit_return(&mut b, &ret, &value);
     }
-    let attrs = if func.is_kernel {
+    let attrs = if func.is_kernel || func.inline_always {
         ATTR_BODY
     } else {
         ATTR_FUNCTION

@@ -30,6 +30,7 @@ impl FnBuilder<'_> {
             PtrOffset { ptr, count } => self.ptr_offset(ptr, count),
             SymOffset { sym, count } => self.sym_offset(sym, count),
             SymLocal { sym } => self.sym_local(sym),
+            SymPeerPtr { sym, peer } => self.sym_peer_ptr(sym, peer),
             SymCast { sym } => self.expr(sym),
             VecNew { lanes } => self.vec_new(&e.ty, lanes),
             VecSplat { value } => self.vec_splat(&e.ty, value),

@@ -138,6 +138,14 @@ impl FnBuilder<'_> {
         Ok(self.global_to_flat(&p, g))
     }
 
+    /// `sym.peer_ptr(peer)`: the peer's copy, as a generic pointer (translated as
+    /// `load` translates, peer checks included).
+    pub fn sym_peer_ptr(&mut self, sym: &Expr, peer: &Expr) -> Result<String, String> {
+        let (addr, _) = self.translated(sym, peer)?;
+        let g = self.arch().gptr();
+        Ok(self.global_to_flat(&addr, g))
+    }
+
     /// A global pointer as a generic one (a no-op on the CPU).
     pub fn global_to_flat(&mut self, p: &str, from: &str) -> String {
         if from == "ptr" {

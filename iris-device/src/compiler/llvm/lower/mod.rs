@@ -110,6 +110,7 @@ mod tests {
             functions: vec![Function {
                 name: "k".into(),
                 is_kernel: true,
+                inline_always: false,
                 param_count: 2,
                 ret,
                 locals: vec![
