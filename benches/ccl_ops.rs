@@ -12,7 +12,8 @@
 //!   algorithms, the best of each side compared.
 //! - The fused GEMMs (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`,
 //!   bf16, 4096 x 4096 x 4096 a rank) against the collective then (or after) the same GEMM
-//!   kernel, and the GEMM alone (the compute with no communication, its ceiling here).
+//!   kernel, and the GEMM alone (the compute with no communication, its ceiling here);
+//!   with B as `k x n` (`staged_128`) and transposed (`warpgroup_256`, Hopper's `wgmma`).
 //!
 //! The ceiling is a device-to-device copy of the bytes each operation reads and writes on
 //! the one device the ranks share (every byte read once, written once).
@@ -27,6 +28,7 @@
 use std::time::Instant;
 
 use iris::ccl::gemm_kernels::staged_kernels::staged_128;
+use iris::ccl::gemm_kernels::warpgroup_kernels::warpgroup_256;
 use iris::ccl::{self, AllReduceAlgo, Ccl, Moe, MoeShape};
 use iris::prelude::bf16;
 use iris::{BackendKind, Buffer, DevicePtr, Iris, LaunchConfig, World};
@@ -481,111 +483,162 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
             });
         }
     }
-    // The fused GEMMs against the unfused sequences: all_gather then one GEMM; one GEMM
-    // then reduce_scatter; one GEMM then all_reduce (f32 partials, the better algorithm).
+    // The fused GEMMs against the unfused sequences (all_gather then one GEMM; one GEMM
+    // then reduce_scatter; one GEMM then all_reduce, the better algorithm), with B as
+    // k x n (staged_128) and transposed (warpgroup_256, Hopper's wgmma).
     if let Some((m, n, k)) = s.gemm {
-        let gemm_of = |a: &DevicePtr<bf16>,
-                       b: &DevicePtr<bf16>,
-                       c: &iris::SymmetricBuffer<'_, f32>,
-                       rows: usize,
-                       kk: usize| {
-            let warp = if iris.backend_kind() == BackendKind::Hip {
-                64
-            } else {
-                32
-            };
-            staged_128::launch::<bf16>(
+        for transposed in [false, true] {
+            rows.extend(gemm_rows(iris, &ccl, (m, n, k), transposed, iters)?);
+        }
+    }
+    ccl.synchronize()?;
+    Ok(rows)
+}
+
+/// The three fused GEMMs and their unfused sequences, with B as `k x n` or transposed:
+/// `m` rows of A a rank (all-gather), `world * m` rows (the reductions).
+fn gemm_rows(
+    iris: &Iris,
+    ccl: &Ccl<'_>,
+    (m, n, k): (usize, usize, usize),
+    transposed: bool,
+    iters: usize,
+) -> iris::Result<Vec<Row>> {
+    let (world, me) = (iris.world_size(), iris.rank());
+    let mut rows = Vec::new();
+    let kernel = if transposed {
+        "warpgroup_256, Bᵀ"
+    } else {
+        "staged_128, B"
+    };
+    // The fused calls' own GEMM, alone: `rows` rows of `a` times `b` into `c`.
+    let gemm_of = |a: &DevicePtr<bf16>,
+                   b: &DevicePtr<bf16>,
+                   c: &iris::SymmetricBuffer<'_, f32>,
+                   rows: usize| {
+        if transposed {
+            return warpgroup_256::launch::<bf16>(
                 iris,
-                LaunchConfig::linear((rows / 128 * (n / 128)) as u32, 4 * warp),
+                LaunchConfig::linear((rows / 128 * (n / 256)) as u32, 256),
                 a,
                 b,
                 c,
                 n as u32,
-                kk as u32,
+                k as u32,
                 0,
                 me as u32,
                 1,
                 world as u32,
-            )
-        };
-        let flops = |rows: usize| 2.0 * (rows * n * k) as f64 * world as f64;
-        // all_gather_matmul: m rows a rank, k x n B.
-        let a = iris.symmetric_full(m * k, bf16::from_f32(0.5))?;
-        let b = iris.full(k * n, bf16::from_f32(0.25))?;
-        let c = iris.symmetric_zeros::<f32>(world * m * n)?;
-        let gathered = iris.symmetric_zeros::<bf16>(world * m * k)?;
-        let fused = time(iris, iters, || ccl::all_gather_matmul(&ccl, &a, &b, &c, k))?;
-        let unfused = time(iris, iters, || {
-            ccl::all_gather(&ccl, &a, &gathered, ccl::AllGatherAlgo::Push)?;
-            gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m, k)
-        })?;
-        let local = time(iris, iters, || {
-            gemm_of(&a.local_ptr(), &b.device_ptr(), &c, world * m, k)
-        })?;
-        rows.push(gemm_row(
-            format!("all_gather_matmul {}x{n}x{k} bf16", world * m),
-            fused,
-            flops(world * m),
-            "all_gather + GEMM",
-            unfused,
-        ));
-        rows.push(gemm_row(
-            "  the GEMM alone (no communication)".into(),
-            local,
-            flops(world * m),
-            "",
-            0.0,
-        ));
-        // matmul_reduce_scatter / matmul_all_reduce: M = world * m rows, k a rank's share.
-        let big = world * m;
-        let a = iris.full(big * k, bf16::from_f32(0.5))?;
-        let staging = iris.symmetric_zeros::<f32>(big * n)?;
-        let part = iris.symmetric_zeros::<f32>(m * n)?;
-        let whole = iris.symmetric_zeros::<f32>(big * n)?;
-        let partial = iris.symmetric_zeros::<f32>(big * n)?;
-        let fused = time(iris, iters, || {
-            ccl::matmul_reduce_scatter(&ccl, &a, &b, &staging, &part, k)
-        })?;
-        let unfused = time(iris, iters, || {
-            gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big, k)?;
-            ccl::reduce_scatter(&ccl, &partial, &part, ccl::ReduceOp::Sum)
-        })?;
-        rows.push(gemm_row(
-            format!("matmul_reduce_scatter {big}x{n}x{k} bf16"),
-            fused,
-            flops(big),
-            "GEMM + reduce_scatter",
-            unfused,
-        ));
-        let fused = time(iris, iters, || {
-            ccl::matmul_all_reduce(&ccl, &a, &b, &staging, &part, &whole, k)
-        })?;
-        let mut best = f64::MAX;
-        for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
-            best = best.min(time(iris, iters, || {
-                gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big, k)?;
-                ccl::all_reduce(&ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
-            })?);
+            );
         }
-        rows.push(gemm_row(
-            format!("matmul_all_reduce {big}x{n}x{k} bf16"),
-            fused,
-            flops(big),
-            "GEMM + all_reduce (best)",
-            best,
-        ));
-        let local = time(iris, iters, || {
-            gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big, k)
-        })?;
-        rows.push(gemm_row(
-            "  the GEMM alone (no communication)".into(),
-            local,
-            flops(big),
-            "",
-            0.0,
-        ));
+        let warp = if iris.backend_kind() == BackendKind::Hip {
+            64
+        } else {
+            32
+        };
+        staged_128::launch::<bf16>(
+            iris,
+            LaunchConfig::linear((rows / 128 * (n / 128)) as u32, 4 * warp),
+            a,
+            b,
+            c,
+            n as u32,
+            k as u32,
+            0,
+            me as u32,
+            1,
+            world as u32,
+        )
+    };
+    let flops = |rows: usize| 2.0 * (rows * n * k) as f64 * world as f64;
+    let b = iris.full(k * n, bf16::from_f32(0.25))?;
+    let as_b = || {
+        if transposed {
+            ccl::MatrixB::transposed(&b)
+        } else {
+            ccl::MatrixB::k_by_n(&b)
+        }
+    };
+    // all_gather_matmul: m rows a rank.
+    let a = iris.symmetric_full(m * k, bf16::from_f32(0.5))?;
+    let c = iris.symmetric_zeros::<f32>(world * m * n)?;
+    let gathered = iris.symmetric_zeros::<bf16>(world * m * k)?;
+    let fused = time(iris, iters, || {
+        ccl::all_gather_matmul(ccl, &a, as_b(), &c, k)
+    })?;
+    let unfused = time(iris, iters, || {
+        ccl::all_gather(ccl, &a, &gathered, ccl::AllGatherAlgo::Push)?;
+        gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
+    })?;
+    rows.push(gemm_row(
+        format!("all_gather_matmul {}x{n}x{k} bf16 ({kernel})", world * m),
+        fused,
+        flops(world * m),
+        "all_gather + GEMM",
+        unfused,
+    ));
+    // matmul_reduce_scatter / matmul_all_reduce: M = world * m rows, k a rank's share.
+    let big = world * m;
+    let a = iris.full(big * k, bf16::from_f32(0.5))?;
+    let staging = iris.symmetric_zeros::<f32>(big * n)?;
+    let part = iris.symmetric_zeros::<f32>(m * n)?;
+    let whole = iris.symmetric_zeros::<f32>(big * n)?;
+    let partial = iris.symmetric_zeros::<f32>(big * n)?;
+    let fused = time(iris, iters, || {
+        ccl::matmul_reduce_scatter(ccl, &a, as_b(), &staging, &part, k)
+    })?;
+    let unfused = time(iris, iters, || {
+        gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
+        ccl::reduce_scatter(ccl, &partial, &part, ccl::ReduceOp::Sum)
+    })?;
+    rows.push(gemm_row(
+        format!("matmul_reduce_scatter {big}x{n}x{k} bf16 ({kernel})"),
+        fused,
+        flops(big),
+        "GEMM + reduce_scatter",
+        unfused,
+    ));
+    let fused = time(iris, iters, || {
+        ccl::matmul_all_reduce(ccl, &a, as_b(), &staging, &whole, k)
+    })?;
+    let mut best = f64::MAX;
+    for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
+        best = best.min(time(iris, iters, || {
+            gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
+            ccl::all_reduce(ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
+        })?);
     }
-    ccl.synchronize()?;
+    rows.push(gemm_row(
+        format!("matmul_all_reduce {big}x{n}x{k} bf16 ({kernel})"),
+        fused,
+        flops(big),
+        "GEMM + all_reduce (best)",
+        best,
+    ));
+    let local = time(iris, iters, || {
+        gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)
+    })?;
+    rows.push(gemm_row(
+        format!("  the GEMM alone ({kernel}, no communication)"),
+        local,
+        flops(big),
+        "",
+        0.0,
+    ));
+    // What a fused call cannot go below: its GEMM between the two device barriers that
+    // frame it (the ranks' arrival skew included).
+    let framed = time(iris, iters, || {
+        ccl.barrier()?;
+        gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
+        ccl.barrier()
+    })?;
+    rows.push(gemm_row(
+        format!("  the GEMM between two device barriers ({kernel})"),
+        framed,
+        flops(big),
+        "",
+        0.0,
+    ));
     Ok(rows)
 }
 
@@ -622,7 +675,7 @@ fn main() -> std::process::ExitCode {
             top_k: 4,
             experts_per_rank: 4,
             norm_rows: vec![16],
-            gemm: Some((128, 128, 64)),
+            gemm: Some((128, 256, 64)),
         }
     };
     let heap = if gpu { 6usize << 30 } else { 64 << 20 };

@@ -199,28 +199,66 @@ fn host_gemm(a: &[f32], b: &[f32], rows: usize, n: usize, k: usize) -> Vec<f32> 
     c
 }
 
-/// The three fused GEMMs at one world, compared exactly with the host.
+/// `b` (`k x n`) transposed (`n x k`).
+fn transpose(b: &[f32], k: usize, n: usize) -> Vec<f32> {
+    (0..n * k).map(|i| b[(i % k) * n + i / k]).collect()
+}
+
+/// `b` as the fused GEMMs take it: `k x n`, or transposed.
+fn layout_of<'a>(b: &'a iris::Buffer<'_, bf16>, transposed: bool) -> ccl::MatrixB<'a, bf16> {
+    if transposed {
+        ccl::MatrixB::transposed(b)
+    } else {
+        ccl::MatrixB::k_by_n(b)
+    }
+}
+
+/// The three fused GEMMs at one world, with B as `k x n` (`staged_128`) and transposed
+/// (`warpgroup_256`), each twice (the second call reuses A, B and the staging buffer),
+/// compared exactly with the host.
 fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
+    let mut problems = matmuls_in(iris, ccl, false)?;
+    problems.extend(matmuls_in(iris, ccl, true)?);
+    Ok(problems)
+}
+
+fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<String>> {
     let (world, me) = (iris.world_size(), iris.rank());
     let mut problems = Vec::new();
-    let (m, n, k) = (128usize, 128usize, 128usize);
+    // Bᵀ runs the 128 x 256 kernel: n a multiple of 256.
+    let (m, n, k) = if transposed {
+        (128usize, 256usize, 64usize)
+    } else {
+        (128, 128, 128)
+    };
+    let layout = if transposed { "Bᵀ" } else { "B" };
     let matrix =
         |seed: u64, len: usize| -> Vec<f32> { (0..len).map(|i| quarter(seed, i)).collect() };
     let to_bf16 = |v: &[f32]| -> Vec<bf16> { v.iter().map(|&x| bf16::from_f32(x)).collect() };
+    let upload_b = |b: &[f32]| {
+        let b = if transposed {
+            transpose(b, k, n)
+        } else {
+            b.to_vec()
+        };
+        iris.from_slice(&to_bf16(&b))
+    };
 
     // all_gather_matmul: every rank's 128 rows, times this rank's own B.
     let a_rows: Vec<Vec<f32>> = (0..world).map(|r| matrix(10 + r as u64, m * k)).collect();
     let b_mine = matrix(100 + me as u64, k * n);
     let a = iris.symmetric_from_slice(&to_bf16(&a_rows[me]))?;
-    let b = iris.from_slice(&to_bf16(&b_mine))?;
-    let c = iris.symmetric_full(world * m * n, f32::NAN)?;
-    ccl::all_gather_matmul(ccl, &a, &b, &c, k)?;
-    ccl.synchronize()?;
+    let b = upload_b(&b_mine)?;
     let want = host_gemm(&a_rows.concat(), &b_mine, world * m, n, k);
-    if c.to_vec()? != want {
-        problems.push(format!(
-            "all_gather_matmul (rank {me}): C differs from the host's"
-        ));
+    for call in 0..2 {
+        let c = iris.symmetric_full(world * m * n, f32::NAN)?;
+        ccl::all_gather_matmul(ccl, &a, layout_of(&b, transposed), &c, k)?;
+        ccl.synchronize()?;
+        if c.to_vec()? != want {
+            problems.push(format!(
+                "all_gather_matmul with {layout} (rank {me}, call {call}): C differs from the host's"
+            ));
+        }
     }
 
     // matmul_reduce_scatter / matmul_all_reduce: A is M x k on every rank (its share of
@@ -228,12 +266,13 @@ fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
     let rows = m * world;
     let a_of = |r: usize| matrix(20 + r as u64, rows * k);
     let b_of = |r: usize| matrix(200 + r as u64, k * n);
-    // The sum of every rank's partial product, computed once per world (by the first rank
-    // to get here) and shared.
-    static TOTALS: Mutex<Vec<(usize, Arc<Vec<f32>>)>> = Mutex::new(Vec::new());
+    // The sum of every rank's partial product, computed once per world and shape (by the
+    // first rank to get here) and shared.
+    type Totals = Vec<((usize, usize, usize), Arc<Vec<f32>>)>;
+    static TOTALS: Mutex<Totals> = Mutex::new(Vec::new());
     let total = {
         let mut totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
-        match totals.iter().find(|(w, _)| *w == world) {
+        match totals.iter().find(|(key, _)| *key == (world, n, k)) {
             Some((_, t)) => Arc::clone(t),
             None => {
                 let mut t = vec![0.0f32; rows * n];
@@ -243,29 +282,31 @@ fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
                     }
                 }
                 let t = Arc::new(t);
-                totals.push((world, Arc::clone(&t)));
+                totals.push(((world, n, k), Arc::clone(&t)));
                 t
             }
         }
     };
     let a = iris.from_slice(&to_bf16(&a_of(me)))?;
-    let b = iris.from_slice(&to_bf16(&b_of(me)))?;
+    let b = upload_b(&b_of(me))?;
     let staging = iris.symmetric_zeros::<f32>(rows * n)?;
-    let part = iris.symmetric_full(m * n, f32::NAN)?;
-    let whole = iris.symmetric_full(rows * n, f32::NAN)?;
-    ccl::matmul_reduce_scatter(ccl, &a, &b, &staging, &part, k)?;
-    ccl.synchronize()?;
-    if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
-        problems.push(format!(
-            "matmul_reduce_scatter (rank {me}): rows differ from the host's"
-        ));
-    }
-    ccl::matmul_all_reduce(ccl, &a, &b, &staging, &part, &whole, k)?;
-    ccl.synchronize()?;
-    if whole.to_vec()? != *total {
-        problems.push(format!(
-            "matmul_all_reduce (rank {me}): C differs from the host's"
-        ));
+    for call in 0..2 {
+        let part = iris.symmetric_full(m * n, f32::NAN)?;
+        let whole = iris.symmetric_full(rows * n, f32::NAN)?;
+        ccl::matmul_reduce_scatter(ccl, &a, layout_of(&b, transposed), &staging, &part, k)?;
+        ccl.synchronize()?;
+        if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
+            problems.push(format!(
+                "matmul_reduce_scatter with {layout} (rank {me}, call {call}): rows differ from the host's"
+            ));
+        }
+        ccl::matmul_all_reduce(ccl, &a, layout_of(&b, transposed), &staging, &whole, k)?;
+        ccl.synchronize()?;
+        if whole.to_vec()? != *total {
+            problems.push(format!(
+                "matmul_all_reduce with {layout} (rank {me}, call {call}): C differs from the host's"
+            ));
+        }
     }
     Ok(problems)
 }
@@ -304,6 +345,21 @@ fn fused_matmul_shapes_are_checked_before_anything_runs() {
                 Err(Error::InvalidConfig(m)) => assert!(m.contains("whole tiles"), "{m}"),
                 other => panic!("192 rows a rank: {other:?}"),
             }
+            // Bᵀ: n a multiple of 256.
+            let a = iris.symmetric_zeros::<bf16>(128 * 64)?;
+            let c = iris.symmetric_zeros::<f32>(256 * 128)?;
+            match ccl::all_gather_matmul(&ccl, &a, ccl::MatrixB::transposed(&b), &c, 64) {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains("n of 256"), "{m}"),
+                other => panic!("Bᵀ with n = 128: {other:?}"),
+            }
+            // matmul_all_reduce's c is M x n on every rank.
+            let a = iris.zeros::<bf16>(256 * 64)?;
+            let staging = iris.symmetric_zeros::<f32>(256 * 128)?;
+            let c = iris.symmetric_zeros::<f32>(128 * 128)?;
+            assert!(matches!(
+                ccl::matmul_all_reduce(&ccl, &a, &b, &staging, &c, 64),
+                Err(Error::LengthMismatch { .. })
+            ));
             ccl.synchronize()
         })
         .unwrap();

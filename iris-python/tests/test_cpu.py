@@ -247,6 +247,15 @@ RANK_SCRIPT = textwrap.dedent(
     cm = ctx.zeros(w * 128 * 128)
     ctx.all_gather_matmul(a, bm, cm, 64)
     assert (np.asarray(cm) == 128).all(), np.asarray(cm)[:4]
+    # matmul_all_reduce with Bᵀ (256 x 64 of twos): each rank's partial is 128, summed.
+    ar = ctx.zeros(w * 128 * 64, "float16")
+    ar.write(np.ones(w * 128 * 64, np.float16).tobytes())
+    bt = ctx.zeros(256 * 64, "float16")
+    bt.write(np.full(256 * 64, 2, np.float16).tobytes())
+    st = ctx.zeros(w * 128 * 256)
+    cw = ctx.zeros(w * 128 * 256)
+    ctx.matmul_all_reduce(ar, bt, st, cw, 64, transposed=True)
+    assert (np.asarray(cw) == 128 * w).all(), np.asarray(cw)[:4]
     print("rank", r, "ok", ctx.is_process_world)
     ctx.close()
     """

@@ -1,41 +1,118 @@
 //! GEMMs fused with their communication, as tensor-parallel layers use them:
 //! [`all_gather_matmul`] (each rank's GEMM reads every rank's rows of A where they are,
-//! with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each block
-//! of its partial product straight into the rank that owns those rows, which adds them
-//! in rank order) and [`matmul_all_reduce`] (that, then an all-gather of the rows).
+//! with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each tile
+//! of its partial product straight into the rank that owns those rows, which adds the
+//! ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum written to
+//! every rank). Each is one GEMM launch between two device barriers (then the sum).
 //!
-//! The GEMM is `staged_128` (`mma` on the matrix units: `mma.sync` on NVIDIA, MFMA on AMD,
-//! exact emulation on the CPU backend; 128 x 128 tiles, k in steps of 64, three stages of
-//! 105 KiB of dynamic shared memory): `bf16` or `f16` in, `f32` accumulated and out.
-//! Shapes are whole tiles: rows of each GEMM a multiple of 128, `n` of 128, `k` of 64;
-//! others are refused before anything runs (there are no masked edges). A device that
-//! cannot give a block 105 KiB of shared memory (AMD's gfx90a and gfx942) refuses the
-//! module load, naming the sizes.
+//! On one device shared by the ranks the communication these save is local memory
+//! traffic, a small part of the time: docs/performance.md has the measurements, and why
+//! adding the tiles inside the GEMM (whichever rank's tile lands last) measured slower
+//! than adding them after it.
+//!
+//! The GEMM follows B's layout ([`MatrixB`]): B as `k x n` runs `staged_128` (`mma` on
+//! the matrix units: `mma.sync` on NVIDIA, MFMA on AMD, exact emulation on the CPU
+//! backend; 128 x 128 tiles, 105 KiB of dynamic shared memory); B transposed (`n x k`,
+//! a `torch.nn.Linear` weight) runs `warpgroup_256` (Hopper's `wgmma`, 128 x 256 tiles,
+//! 192 KiB; other targets compute the same products without the matrix units, slower).
+//! `bf16` or `f16` in, `f32` accumulated and out. Shapes are whole tiles: rows of each
+//! GEMM (each rank's or each owner's) a multiple of 128, `n` of 128 (256 with Bᵀ), `k`
+//! of 64; others are refused before anything runs (there are no masked edges). A device
+//! that cannot give a block the kernel's shared memory (AMD's gfx90a and gfx942 give 64
+//! KiB) refuses the module load, naming the sizes.
 
-use super::gemm_kernels::staged_kernels::staged_128;
-use super::{all_gather, check_len, AllGatherAlgo, Ccl, LocalArray};
-use crate::prelude::{bf16, f16};
-use crate::{DevicePtr, Error, LaunchConfig, Pod, Result, SymmetricBuffer};
+use std::marker::PhantomData;
 
 /// The kernel that adds the parts a rank received, in rank order.
 #[iris::kernels]
 pub(crate) mod kernels {
     use iris::prelude::*;
 
-    /// `out[i] = parts[0][i] + parts[1][i] + ...` (`count` parts of `n` floats, one after
-    /// another), four floats a thread.
+    /// `c[i] = staging[0][i] + staging[1][i] + ...` (`world` slots of `part` vectors, this
+    /// rank's copy), into this rank's `c` at vector `at`, or every rank's when
+    /// `everywhere` is non-zero.
     #[kernel]
-    pub fn add_parts(parts: *const f32x4, out: *mut f32x4, n: u64, count: u32) {
-        let stride = (grid_dim_x() * block_dim_x()) as u64;
-        let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as u64;
-        while i < n / 4 {
-            let mut acc = unsafe { *parts.add(i as usize) };
-            for p in 1..count {
-                acc = acc + unsafe { *parts.add((p as u64 * n / 4 + i) as usize) };
+    pub fn sum_parts(
+        staging: *const f32x4,
+        c: Symmetric<f32>,
+        part: u32,
+        at: u32,
+        me: u32,
+        world: u32,
+        everywhere: u32,
+    ) {
+        let c = c.cast::<f32x4>();
+        let stride = grid_dim_x() * block_dim_x();
+        let mut i = block_idx_x() * block_dim_x() + thread_idx_x();
+        while i < part {
+            let mut acc = unsafe { *staging.add(i as usize) };
+            for s in 1..world {
+                acc = acc + unsafe { *staging.add((s * part + i) as usize) };
             }
-            unsafe { *out.add(i as usize) = acc };
+            if everywhere != 0 {
+                for p in 0..world {
+                    let peer = (me + p) % world;
+                    unsafe { *c.peer_ptr(peer).add((at + i) as usize) = acc };
+                }
+            } else {
+                unsafe { *c.local().add((at + i) as usize) = acc };
+            }
             i += stride;
         }
+    }
+}
+
+use super::gemm_kernels::{staged_kernels, warpgroup_kernels};
+use super::{check_len, Ccl, LocalArray};
+use crate::prelude::{bf16, f16};
+use crate::{DevicePtr, Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
+
+/// B of a fused GEMM and its layout. A `&Buffer` or `&SymmetricBuffer` converts into
+/// [`MatrixB::k_by_n`].
+pub struct MatrixB<'a, T: Pod> {
+    ptr: DevicePtr<T>,
+    len: usize,
+    transposed: bool,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<'a, T: Pod> MatrixB<'a, T> {
+    /// B as `k x n`, row-major: the GEMM is `staged_128` (every target).
+    pub fn k_by_n(b: &'a impl LocalArray<T>) -> Self {
+        Self {
+            ptr: b.local_ptr(),
+            len: b.len(),
+            transposed: false,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// B given transposed, `Bᵀ` as `n x k` row-major (a `torch.nn.Linear` weight): the
+    /// GEMM is `warpgroup_256`, Hopper's `wgmma` (on the H200 about twice
+    /// `staged_128`'s speed; other targets compute the same products without the
+    /// matrix units, slower). `n` a multiple of 256.
+    pub fn transposed(bt: &'a impl LocalArray<T>) -> Self {
+        Self {
+            ptr: bt.local_ptr(),
+            len: bt.len(),
+            transposed: true,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The width of the GEMM's tiles of C (`n` must be a multiple).
+    fn tile_width(&self) -> usize {
+        if self.transposed {
+            256
+        } else {
+            128
+        }
+    }
+}
+
+impl<'a, T: Pod, L: LocalArray<T>> From<&'a L> for MatrixB<'a, T> {
+    fn from(b: &'a L) -> Self {
+        MatrixB::k_by_n(b)
     }
 }
 
@@ -47,9 +124,9 @@ mod sealed {
 
 /// An element type the fused GEMMs take: `bf16`, `f16`.
 pub trait MatmulElement: Pod + sealed::Sealed {
-    /// The GEMM's instance for this type.
+    /// Launches the fused GEMM's instance for this type.
     #[doc(hidden)]
-    fn launch_gemm(iris: &crate::Iris, gemm: &Gemm<'_, '_, Self>) -> Result<()>
+    fn launch_fused(iris: &Iris, launch: &FusedLaunch<'_, '_, Self>) -> Result<()>
     where
         Self: Sized;
 }
@@ -57,10 +134,66 @@ pub trait MatmulElement: Pod + sealed::Sealed {
 macro_rules! matmul_element {
     ($t:ty) => {
         impl MatmulElement for $t {
-            fn launch_gemm(iris: &crate::Iris, g: &Gemm<'_, '_, Self>) -> Result<()> {
-                staged_128::launch::<$t>(
-                    iris, g.config, &g.a, &g.b, g.c, g.n, g.k, g.row0, g.store_to, 1, g.world,
-                )
+            fn launch_fused(iris: &Iris, l: &FusedLaunch<'_, '_, Self>) -> Result<()> {
+                let (config, b) = (l.config, &l.b);
+                match (&l.op, l.wide) {
+                    (
+                        Fused::Gather {
+                            a,
+                            c,
+                            m,
+                            n,
+                            k,
+                            me,
+                            world,
+                        },
+                        false,
+                    ) => staged_kernels::gather_staged::launch::<$t>(
+                        iris, config, *a, b, *c, *m, *n, *k, *me, *world,
+                    ),
+                    (
+                        Fused::Gather {
+                            a,
+                            c,
+                            m,
+                            n,
+                            k,
+                            me,
+                            world,
+                        },
+                        true,
+                    ) => warpgroup_kernels::gather_wide::launch::<$t>(
+                        iris, config, *a, b, *c, *m, *n, *k, *me, *world,
+                    ),
+                    (
+                        Fused::Scatter {
+                            a,
+                            staging,
+                            part,
+                            n,
+                            k,
+                            me,
+                            world,
+                        },
+                        false,
+                    ) => staged_kernels::scatter_staged::launch::<$t>(
+                        iris, config, a, b, *staging, *part, *n, *k, *me, *world,
+                    ),
+                    (
+                        Fused::Scatter {
+                            a,
+                            staging,
+                            part,
+                            n,
+                            k,
+                            me,
+                            world,
+                        },
+                        true,
+                    ) => warpgroup_kernels::scatter_wide::launch::<$t>(
+                        iris, config, a, b, *staging, *part, *n, *k, *me, *world,
+                    ),
+                }
             }
         }
     };
@@ -68,23 +201,48 @@ macro_rules! matmul_element {
 matmul_element!(bf16);
 matmul_element!(f16);
 
-/// One launch of the GEMM: `rows` rows of A at `a` (`k` columns) times B (`k x n`) into
-/// rows `row0..` of rank `store_to`'s `c` (`n` columns).
+/// One launch of a fused GEMM: B (`k x n`, or `n x k` for the `wide` kernel) and what
+/// the kernel does with A and C.
 #[doc(hidden)]
-pub struct Gemm<'a, 'ctx, T> {
+pub struct FusedLaunch<'a, 'ctx, T: Pod> {
     config: LaunchConfig,
-    a: DevicePtr<T>,
+    wide: bool,
     b: DevicePtr<T>,
-    c: &'a SymmetricBuffer<'ctx, f32>,
-    n: u32,
-    k: u32,
-    row0: u32,
-    store_to: u32,
-    world: u32,
+    op: Fused<'a, 'ctx, T>,
 }
 
-/// A block per 128 x 128 tile of four warps (of 64 lanes on AMD, 32 elsewhere).
-fn gemm_config(ccl: &Ccl<'_>, rows: usize, n: usize) -> LaunchConfig {
+/// The two fused forms of the GEMM kernels (their arguments; see `gemm_kernels`).
+#[doc(hidden)]
+pub enum Fused<'a, 'ctx, T: Pod> {
+    /// `gather_*`: every rank's `m` rows of `a` into this rank's `c`.
+    Gather {
+        a: &'a SymmetricBuffer<'ctx, T>,
+        c: &'a SymmetricBuffer<'ctx, f32>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    },
+    /// `scatter_*`: this rank's partial product, each tile into slot `me` of its
+    /// owner's `staging`.
+    Scatter {
+        a: DevicePtr<T>,
+        staging: &'a SymmetricBuffer<'ctx, f32>,
+        part: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    },
+}
+
+/// A block per tile of C (`128 x 128` with four warps, of 64 lanes on AMD and 32
+/// elsewhere; `128 x 256` with 256 threads for the wide kernel) over `rows` rows.
+fn gemm_config(ccl: &Ccl<'_>, wide: bool, rows: usize, n: usize) -> LaunchConfig {
+    if wide {
+        return LaunchConfig::linear((rows / 128 * (n / 256)) as u32, 256);
+    }
     let warp = if ccl.iris().backend_kind() == crate::BackendKind::Hip {
         64
     } else {
@@ -94,166 +252,25 @@ fn gemm_config(ccl: &Ccl<'_>, rows: usize, n: usize) -> LaunchConfig {
 }
 
 /// Whole tiles, and sizes the kernel's `u32` indices hold: `rows` of A per GEMM (a
-/// multiple of 128), `n` (of 128), `k` (of 64).
-fn check_tiles(what: &str, rows: usize, n: usize, k: usize) -> Result<()> {
-    let fits = rows.checked_mul(k).is_some_and(|x| x <= u32::MAX as usize)
+/// multiple of 128), `n` (of `width`), `k` (of 64), `total` rows of C.
+fn check_tiles(
+    what: &str,
+    rows: usize,
+    total: usize,
+    n: usize,
+    k: usize,
+    width: usize,
+) -> Result<()> {
+    let fits = total.checked_mul(k).is_some_and(|x| x <= u32::MAX as usize)
         && k.checked_mul(n).is_some_and(|x| x <= u32::MAX as usize)
-        && rows.checked_mul(n).is_some_and(|x| x <= u32::MAX as usize);
-    if rows == 0 || n == 0 || k == 0 || rows % 128 != 0 || n % 128 != 0 || k % 64 != 0 || !fits {
+        && total.checked_mul(n).is_some_and(|x| x <= u32::MAX as usize);
+    if rows == 0 || n == 0 || k == 0 || rows % 128 != 0 || n % width != 0 || k % 64 != 0 || !fits {
+        let b = if width == 256 { "Bᵀ" } else { "B" };
         return Err(Error::InvalidConfig(format!(
-            "{what}: a GEMM of {rows} x {n} x {k} (rows x n x k) is not whole tiles: rows and n must be multiples of 128, k of 64 (there are no masked edges), and each matrix under 2^32 elements"
+            "{what}: a GEMM of {rows} x {n} x {k} (rows x n x k) is not whole tiles: rows must be a multiple of 128, n of {width} (with {b}), k of 64 (there are no masked edges), and each matrix under 2^32 elements"
         )));
     }
     Ok(())
-}
-
-/// `a`'s copy on rank `peer`, as a pointer (the GEMM's tile copies read it directly).
-fn peer_rows<T: Pod>(what: &str, a: &SymmetricBuffer<'_, T>, peer: usize) -> Result<DevicePtr<T>> {
-    let addr = a.peer_addr(peer).ok_or_else(|| {
-        Error::InvalidConfig(format!(
-            "{what}: rank {peer}'s copy of A is not reachable from this rank (its provider gives no address)"
-        ))
-    })?;
-    // SAFETY: the address of a peer's copy of a live symmetric allocation of this
-    // context, mapped into this process for as long as `a` lives; the kernel reads only
-    // `a.len()` elements from it, and the barriers around the launches keep the peer from
-    // freeing or rewriting it meanwhile.
-    Ok(unsafe { DevicePtr::from_raw(addr) })
-}
-
-/// All-gather then GEMM, fused: `c` (`W·m x n`, `f32`) = every rank's `a` (`m x k`, this
-/// rank's rows, rank after rank) times this rank's `b` (`k x n`, row-major; each rank may
-/// have its own, as a tensor-parallel layer's column shard).
-///
-/// Each rank's GEMM reads each peer's rows of A where they are (one launch per source
-/// rank, own rows first), so no gathered copy of A is written or read; a device barrier
-/// before (every rank's A is written) and after (no rank rewrites its A while a peer reads
-/// it). Shapes: `m` a multiple of 128, `n` of 128, `k` of 64 (`a.len() == m·k`, `b.len()
-/// == k·n`, `c.len() == W·m·n`), else refused before anything runs. Collective,
-/// asynchronous: [`Ccl::synchronize`] waits.
-pub fn all_gather_matmul<T: MatmulElement>(
-    ccl: &Ccl<'_>,
-    a: &SymmetricBuffer<'_, T>,
-    b: &impl LocalArray<T>,
-    c: &SymmetricBuffer<'_, f32>,
-    k: usize,
-) -> Result<()> {
-    let what = "ccl::all_gather_matmul";
-    let world = ccl.world_size();
-    let (m, n) = shape_of(what, a.len(), b.len(), k)?;
-    check_tiles(what, m, n, k)?;
-    check_len(
-        "ccl::all_gather_matmul c (world size x m x n)",
-        world * m * n,
-        c.len(),
-    )?;
-    let _span = ccl
-        .iris()
-        .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
-    ccl.barrier()?;
-    let me = ccl.rank();
-    for i in 0..world {
-        let source = (me + i) % world;
-        let gemm = Gemm {
-            config: gemm_config(ccl, m, n),
-            a: peer_rows(what, a, source)?,
-            b: b.local_ptr(),
-            c,
-            n: n as u32,
-            k: k as u32,
-            row0: (source * m) as u32,
-            store_to: me as u32,
-            world: world as u32,
-        };
-        T::launch_gemm(ccl.iris(), &gemm)?;
-    }
-    ccl.barrier()
-}
-
-/// GEMM then reduce-scatter, fused: every rank's `a` (`M x k`: its share of the inner
-/// dimension) times its `b` (`k x n`) is a partial `M x n` product; rank `r` gets rows
-/// `r·M/W..` of their sum in `c` (`M/W x n`, `f32`), added in rank order (every rank's
-/// partial is the same GEMM; the sum is the host's `Σ_s partial_s` in order).
-///
-/// Each rank's GEMM runs once per owner rank on the owner's rows of A and stores the tiles
-/// straight into the owner's `staging` (`M x n` `f32` on every rank: one part per source
-/// rank), which the owner adds after a device barrier. Shapes: `M/W` a multiple of 128,
-/// `n` of 128, `k` of 64. Collective, asynchronous.
-pub fn matmul_reduce_scatter<T: MatmulElement>(
-    ccl: &Ccl<'_>,
-    a: &impl LocalArray<T>,
-    b: &impl LocalArray<T>,
-    staging: &SymmetricBuffer<'_, f32>,
-    c: &SymmetricBuffer<'_, f32>,
-    k: usize,
-) -> Result<()> {
-    let what = "ccl::matmul_reduce_scatter";
-    let world = ccl.world_size();
-    let (rows, n) = shape_of(what, a.len(), b.len(), k)?;
-    if rows % world != 0 {
-        return Err(Error::InvalidConfig(format!(
-            "{what}: {rows} rows of A do not split into {world} equal parts"
-        )));
-    }
-    let part = rows / world;
-    check_tiles(what, part, n, k)?;
-    check_len(
-        "ccl::matmul_reduce_scatter staging (M x n)",
-        rows * n,
-        staging.len(),
-    )?;
-    check_len("ccl::matmul_reduce_scatter c (M/W x n)", part * n, c.len())?;
-    if staging.map().base() == c.map().base() {
-        return Err(Error::InvalidConfig(format!(
-            "{what}: staging and c are the same allocation; pass two"
-        )));
-    }
-    let me = ccl.rank();
-    let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
-    // Every rank has added its last parts: its staging may be written.
-    ccl.barrier()?;
-    for i in 0..world {
-        let owner = (me + i) % world;
-        let gemm = Gemm {
-            config: gemm_config(ccl, part, n),
-            a: a.local_ptr().add(owner * part * k),
-            b: b.local_ptr(),
-            c: staging,
-            n: n as u32,
-            k: k as u32,
-            row0: (me * part) as u32,
-            store_to: owner as u32,
-            world: world as u32,
-        };
-        T::launch_gemm(ccl.iris(), &gemm)?;
-    }
-    // Every rank's tiles for this rank have landed.
-    ccl.barrier()?;
-    let quads = (part * n / 4) as u64;
-    kernels::add_parts::launch(
-        ccl.iris(),
-        LaunchConfig::linear((quads.div_ceil(256)).clamp(1, 1 << 16) as u32, 256),
-        &staging.local_ptr().cast::<crate::prelude::f32x4>(),
-        &c.local_ptr().cast::<crate::prelude::f32x4>(),
-        (part * n) as u64,
-        world as u32,
-    )
-}
-
-/// GEMM then all-reduce: [`matmul_reduce_scatter`] into `part` (`M/W x n`), then an
-/// all-gather of the parts into `c` (`M x n`, `f32`) on every rank, bit-identical
-/// everywhere. `staging` as for [`matmul_reduce_scatter`]. Collective, asynchronous.
-pub fn matmul_all_reduce<T: MatmulElement>(
-    ccl: &Ccl<'_>,
-    a: &impl LocalArray<T>,
-    b: &impl LocalArray<T>,
-    staging: &SymmetricBuffer<'_, f32>,
-    part: &SymmetricBuffer<'_, f32>,
-    c: &SymmetricBuffer<'_, f32>,
-    k: usize,
-) -> Result<()> {
-    matmul_reduce_scatter(ccl, a, b, staging, part, k)?;
-    all_gather(ccl, part, c, AllGatherAlgo::Push)
 }
 
 /// `(rows, n)` of a GEMM whose A holds `a_len` and B `b_len` elements with inner size `k`.
@@ -264,4 +281,180 @@ fn shape_of(what: &str, a_len: usize, b_len: usize, k: usize) -> Result<(usize, 
         )));
     }
     Ok((a_len / k, b_len / k))
+}
+
+/// All-gather then GEMM, fused: `c` (`W·m x n`, `f32`) = every rank's `a` (`m x k`, this
+/// rank's rows, rank after rank) times this rank's `b` (`k x n`, or [`MatrixB::transposed`];
+/// each rank may have its own, as a tensor-parallel layer's column shard).
+///
+/// One GEMM launch over all `W·m` rows: each block reads its rows of A from the rank
+/// that has them, through A's peer table, so no gathered copy of A is written or read;
+/// a device barrier before (every rank's A is written) and after (no rank rewrites its A
+/// while a peer reads it). Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k`
+/// of 64 (`a.len() == m·k`, `b` `k·n` elements, `c.len() == W·m·n`), else refused before
+/// anything runs. Collective, asynchronous: [`Ccl::synchronize`] waits.
+pub fn all_gather_matmul<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &SymmetricBuffer<'_, T>,
+    b: impl Into<MatrixB<'b, T>>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+) -> Result<()> {
+    let what = "ccl::all_gather_matmul";
+    let b = b.into();
+    let world = ccl.world_size();
+    let (m, n) = shape_of(what, a.len(), b.len, k)?;
+    check_tiles(what, m, world * m, n, k, b.tile_width())?;
+    check_len(
+        "ccl::all_gather_matmul c (world size x m x n)",
+        world * m * n,
+        c.len(),
+    )?;
+    if let Some(peer) = (0..world).find(|&p| a.peer_addr(p).is_none()) {
+        return Err(Error::InvalidConfig(format!(
+            "{what}: rank {peer}'s copy of A is not reachable from this rank (its provider gives no address)"
+        )));
+    }
+    let _span = ccl
+        .iris()
+        .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
+    let launch = FusedLaunch {
+        config: gemm_config(ccl, b.transposed, world * m, n),
+        wide: b.transposed,
+        b: b.ptr,
+        op: Fused::Gather {
+            a,
+            c,
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            me: ccl.rank() as u32,
+            world: world as u32,
+        },
+    };
+    ccl.barrier()?;
+    T::launch_fused(ccl.iris(), &launch)?;
+    ccl.barrier()
+}
+
+/// GEMM then reduce-scatter, fused: every rank's `a` (`M x k`: its share of the inner
+/// dimension) times its `b` (`k x n`, or [`MatrixB::transposed`]) is a partial `M x n`
+/// product; rank `r` gets rows `r·M/W..` of their sum in `c` (`M/W x n`, `f32`), added in
+/// rank order (the host's `Σ_s partial_s` in order).
+///
+/// One GEMM launch over the `M` rows: each tile of the partial product goes straight
+/// into slot `me` of the owner's `staging` (`M x n` `f32` on every rank: `W` slots of `M/W
+/// x n`); after a device barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128, `n` of
+/// 128 (256 with Bᵀ), `k` of 64. Collective, asynchronous.
+pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &impl LocalArray<T>,
+    b: impl Into<MatrixB<'b, T>>,
+    staging: &SymmetricBuffer<'_, f32>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+) -> Result<()> {
+    let what = "ccl::matmul_reduce_scatter";
+    reduced(what, ccl, a, b.into(), staging, c, k, false)
+}
+
+/// GEMM then all-reduce, fused: as [`matmul_reduce_scatter`], but each rank writes the
+/// sum of its rows to every rank's `c` (`M x n`, `f32`, bit-identical everywhere). `staging`
+/// as for [`matmul_reduce_scatter`]. Collective, asynchronous.
+pub fn matmul_all_reduce<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &impl LocalArray<T>,
+    b: impl Into<MatrixB<'b, T>>,
+    staging: &SymmetricBuffer<'_, f32>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+) -> Result<()> {
+    let what = "ccl::matmul_all_reduce";
+    reduced(what, ccl, a, b.into(), staging, c, k, true)
+}
+
+/// [`matmul_reduce_scatter`] (`everywhere` false) or [`matmul_all_reduce`].
+#[allow(clippy::too_many_arguments)]
+fn reduced<T: MatmulElement>(
+    what: &str,
+    ccl: &Ccl<'_>,
+    a: &impl LocalArray<T>,
+    b: MatrixB<'_, T>,
+    staging: &SymmetricBuffer<'_, f32>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+    everywhere: bool,
+) -> Result<()> {
+    let world = ccl.world_size();
+    let (rows, n) = shape_of(what, a.len(), b.len, k)?;
+    if rows % world != 0 {
+        return Err(Error::InvalidConfig(format!(
+            "{what}: {rows} rows of A do not split into {world} equal parts"
+        )));
+    }
+    let part = rows / world;
+    let width = b.tile_width();
+    check_tiles(what, part, rows, n, k, width)?;
+    if everywhere {
+        check_len(
+            "ccl::matmul_all_reduce staging (M x n)",
+            rows * n,
+            staging.len(),
+        )?;
+        check_len("ccl::matmul_all_reduce c (M x n)", rows * n, c.len())?;
+    } else {
+        check_len(
+            "ccl::matmul_reduce_scatter staging (M x n)",
+            rows * n,
+            staging.len(),
+        )?;
+        check_len("ccl::matmul_reduce_scatter c (M/W x n)", part * n, c.len())?;
+    }
+    if staging.map().base() == c.map().base() {
+        return Err(Error::InvalidConfig(format!(
+            "{what}: staging and c are the same allocation; pass two"
+        )));
+    }
+    let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
+    let launch = FusedLaunch {
+        config: gemm_config(ccl, b.transposed, rows, n),
+        wide: b.transposed,
+        b: b.ptr,
+        op: Fused::Scatter {
+            a: a.local_ptr(),
+            staging,
+            part: part as u32,
+            n: n as u32,
+            k: k as u32,
+            me: ccl.rank() as u32,
+            world: world as u32,
+        },
+    };
+    // Every rank has added its slots of the last call: its `staging` may be written.
+    ccl.barrier()?;
+    T::launch_fused(ccl.iris(), &launch)?;
+    // Every rank's tiles of this rank's rows have landed.
+    ccl.barrier()?;
+    let me = ccl.rank();
+    let vectors = (part * n / 4) as u32;
+    kernels::sum_parts::launch(
+        ccl.iris(),
+        LaunchConfig::linear(vectors.div_ceil(256).clamp(1, 1 << 16), 256),
+        &staging.local_ptr().cast::<crate::prelude::f32x4>(),
+        c,
+        vectors,
+        if everywhere {
+            (me * part * n / 4) as u32
+        } else {
+            0
+        },
+        me as u32,
+        world as u32,
+        u32::from(everywhere),
+    )?;
+    if everywhere {
+        // Every rank's sums have landed in every `c`.
+        ccl.barrier()?;
+    }
+    Ok(())
 }

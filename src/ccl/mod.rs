@@ -126,7 +126,9 @@ pub use element::{CclElement, FloatElement};
 pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
-pub use matmul::{all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter, MatmulElement};
+pub use matmul::{
+    all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter, MatmulElement, MatrixB,
+};
 pub use moe::{Moe, MoeShape};
 pub use point_to_point::{recv, send};
 pub use reduce_scatter::reduce_scatter;

@@ -169,8 +169,11 @@ impl PyContext {
 
     /// All-gather then GEMM, fused (iris.ccl): `c` (float32, `world * m x n`) = every
     /// rank's `a` (`m x k`, bfloat16 or float16) times this rank's `b` (`k x n`, this
-    /// rank's copy). `m`, `n` multiples of 128, `k` of 64. Collective.
-    #[pyo3(signature = (a, b, c, k, sync = None))]
+    /// rank's copy; with `transposed=True`, `b` is Bᵀ, `n x k` as a `torch.nn.Linear`
+    /// weight, and the GEMM is Hopper's warpgroup kernel). `m` a multiple of 128, `n` of
+    /// 128 (256 transposed), `k` of 64. Collective.
+    #[pyo3(signature = (a, b, c, k, transposed = false, sync = None))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn all_gather_matmul(
         &self,
         py: Python<'_>,
@@ -178,15 +181,18 @@ impl PyContext {
         b: PyRef<'_, PySymmetric>,
         c: PyRef<'_, PySymmetric>,
         k: usize,
+        transposed: bool,
         sync: Option<bool>,
     ) -> PyResult<()> {
-        self.matmul(py, Matmul::AllGather, [a, b], [c], k, sync)
+        let shape = MatmulShape { k, transposed };
+        self.matmul(py, Matmul::AllGather, [a, b], [c], shape, sync)
     }
 
     /// GEMM then reduce-scatter, fused (iris.ccl): every rank's `a` (`M x k`) times its `b`
     /// (`k x n`), summed over the ranks in rank order; rank `r` gets rows `r * M/W ..` in
-    /// `c` (float32). `staging`: float32, `M x n`. Collective.
-    #[pyo3(signature = (a, b, staging, c, k, sync = None))]
+    /// `c` (float32). `staging`: float32, `M x n`. `transposed` as for
+    /// `all_gather_matmul`. Collective.
+    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn matmul_reduce_scatter(
         &self,
@@ -196,14 +202,16 @@ impl PyContext {
         staging: PyRef<'_, PySymmetric>,
         c: PyRef<'_, PySymmetric>,
         k: usize,
+        transposed: bool,
         sync: Option<bool>,
     ) -> PyResult<()> {
-        self.matmul(py, Matmul::ReduceScatter, [a, b], [staging, c], k, sync)
+        let shape = MatmulShape { k, transposed };
+        self.matmul(py, Matmul::ReduceScatter, [a, b], [staging, c], shape, sync)
     }
 
-    /// GEMM then all-reduce: `matmul_reduce_scatter` into `part` (`M/W x n`), then an
-    /// all-gather into `c` (`M x n`), all float32. Collective.
-    #[pyo3(signature = (a, b, staging, part, c, k, sync = None))]
+    /// GEMM then all-reduce, fused (iris.ccl): as `matmul_reduce_scatter`, each sum
+    /// written to every rank's `c` (float32, `M x n`). Collective.
+    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn matmul_all_reduce(
         &self,
@@ -211,13 +219,21 @@ impl PyContext {
         a: PyRef<'_, PySymmetric>,
         b: PyRef<'_, PySymmetric>,
         staging: PyRef<'_, PySymmetric>,
-        part: PyRef<'_, PySymmetric>,
         c: PyRef<'_, PySymmetric>,
         k: usize,
+        transposed: bool,
         sync: Option<bool>,
     ) -> PyResult<()> {
-        self.matmul(py, Matmul::AllReduce, [a, b], [staging, part, c], k, sync)
+        let shape = MatmulShape { k, transposed };
+        self.matmul(py, Matmul::AllReduce, [a, b], [staging, c], shape, sync)
     }
+}
+
+/// A fused GEMM's inner size and B's layout.
+#[derive(Clone, Copy)]
+struct MatmulShape {
+    k: usize,
+    transposed: bool,
 }
 
 /// Which fused GEMM a context runs.
@@ -230,14 +246,14 @@ enum Matmul {
 
 impl PyContext {
     /// Runs fused GEMM `which` on `inputs` (A, B: bfloat16 or float16) and `outputs`
-    /// (float32; C, or staging and C, or staging, part and C).
+    /// (float32; C, or staging and C).
     fn matmul<const N: usize>(
         &self,
         py: Python<'_>,
         which: Matmul,
         inputs: [PyRef<'_, PySymmetric>; 2],
         outputs: [PyRef<'_, PySymmetric>; N],
-        k: usize,
+        shape: MatmulShape,
         sync: Option<bool>,
     ) -> PyResult<()> {
         let what = match which {
@@ -279,14 +295,18 @@ impl PyContext {
                 macro_rules! run {
                     ($t:ty) => {{
                         let (a, b) = (r.typed::<$t>(ai)?, r.typed::<$t>(bi)?);
+                        let b = if shape.transposed {
+                            ccl::MatrixB::transposed(b)
+                        } else {
+                            ccl::MatrixB::k_by_n(b)
+                        };
+                        let k = shape.k;
                         match which {
                             Matmul::AllGather => ccl::all_gather_matmul(ccl, a, b, f(0)?, k),
                             Matmul::ReduceScatter => {
                                 ccl::matmul_reduce_scatter(ccl, a, b, f(0)?, f(1)?, k)
                             }
-                            Matmul::AllReduce => {
-                                ccl::matmul_all_reduce(ccl, a, b, f(0)?, f(1)?, f(2)?, k)
-                            }
+                            Matmul::AllReduce => ccl::matmul_all_reduce(ccl, a, b, f(0)?, f(1)?, k),
                         }
                     }};
                 }

@@ -1,27 +1,7 @@
-//! The tiled GEMM kernels the fused matrix operations launch (`staged_128`, `tiles_128`,
-//! also what `examples/gemm.rs` and tests/matrix.rs run), and the order their blocks take
-//! tiles in (`grouped`, a device library).
+//! The `mma` GEMM kernels: `staged_128` (threads' copies), `tiles_128` (the copy
+//! engine's), and `staged_128`'s two fused forms.
 
-/// Grouped tile order for L2.
-#[iris::device]
-pub mod grouped {
-    use iris::prelude::*;
-
-    /// The first row and column of this block's `128 x width` tile of C (`width` 128 or
-    /// 256, `n` a multiple of it): blocks go through the tiles in groups of eight block
-    /// rows, down each column of a group before the next, so the blocks running at once
-    /// read a few of B's column blocks (kept in L2) rather than all of them.
-    pub fn block_tile(n: u32, width: u32) -> [u32; 2] {
-        let blocks_n = n / width;
-        let blocks_m = grid_dim_x() / blocks_n;
-        let id = block_idx_x();
-        let per_group = 8 * blocks_n;
-        let first = (id / per_group) * 8;
-        let rows = min(blocks_m - first, 8u32);
-        let within = id % per_group;
-        [(first + within % rows) * 128, (within / rows) * width]
-    }
-}
+use super::grouped;
 
 /// The `mma` (`mma.sync` on NVIDIA) kernels with a three-stage copy pipeline: 105 KiB
 /// (`staged_128`) and 96 KiB (`tiles_128`) of dynamic shared memory per block, which
@@ -53,10 +33,96 @@ pub mod staged_kernels {
         peers: u32,
         world: u32,
     ) {
-        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
-        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
+        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
+        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
+        staged_block(sa, sb, a, br, b, bc, n, k, c, row0 + br, me, peers, world);
+    }
+
+    /// `staged_128` over every rank's rows of A where they are (all-gather then GEMM,
+    /// fused): rows `r..` of C (`W·m x n`, this rank's) are rank `r / m`'s rows `r % m..`
+    /// of A (`m x k` on each rank, read through A's peer table). Launch as `staged_128`
+    /// for `W·m` rows; `m` a multiple of 128.
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn gather_staged<T: MmaElement>(
+        a: Symmetric<T>,
+        b: *const T,
+        c: Symmetric<f32>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    ) {
+        let tile = block_tile(n, 128);
+        let (br, bc) = (tile[0], tile[1]);
+        let source = br / m;
+        let rows = a.peer_ptr(source) as *const T;
+        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
+        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
+        staged_block(sa, sb, rows, br % m, b, bc, n, k, c, br, me, 1, world);
+    }
+
+    /// `staged_128` with its product scattered to the ranks that own its rows (the GEMM of
+    /// a GEMM + reduce-scatter): this rank's `M x k` A times B is its partial product;
+    /// block row `r` belongs to rank `r / part` (the owner), and each tile goes straight
+    /// into slot `me` of the owner's `staging` (`W` slots of `part x n`), where the owner
+    /// adds the slots once every rank's GEMM is done. Launch as `staged_128` for `M` rows.
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn scatter_staged<T: MmaElement>(
+        a: *const T,
+        b: *const T,
+        staging: Symmetric<f32>,
+        part: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    ) {
+        let tile = block_tile(n, 128);
+        let (br, bc) = (tile[0], tile[1]);
+        let (owner, row) = (br / part, br % part);
+        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
+        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
+        staged_block(
+            sa,
+            sb,
+            a,
+            br,
+            b,
+            bc,
+            n,
+            k,
+            staging,
+            me * part + row,
+            owner,
+            1,
+            world,
+        );
+    }
+
+    /// One 128 x 128 tile of C: rows `a_row..` of A (`k` columns) times columns `bc..` of
+    /// B (`k x n`), stored at rows `c_row..`, columns `bc..` of `c` (`n` columns) in the
+    /// copies of `peers` ranks from `me` on. Every thread of the block calls it; inlined
+    /// into each kernel (out of line, its shared-memory pointers would be generic ones).
+    #[inline(always)]
+    fn staged_block<T: MmaElement>(
+        sa: *mut T,
+        sb: *mut T,
+        a: *const T,
+        a_row: u32,
+        b: *const T,
+        bc: u32,
+        n: u32,
+        k: u32,
+        c: Symmetric<f32>,
+        c_row: u32,
+        me: u32,
+        peers: u32,
+        world: u32,
+    ) {
+        let br = a_row;
         let warp = thread_idx_x() / warp_size();
         let (wr, wc) = ((warp / 2) * 64, (warp % 2) * 64);
         let mut acc = [[mma_zero(); 4]; 4];
@@ -119,7 +185,7 @@ pub mod staged_kernels {
             let peer = (me + p) % world;
             for i in 0..4 {
                 for j in 0..4 {
-                    let row = row0 + br + wr + 16 * i as u32;
+                    let row = c_row + wr + 16 * i as u32;
                     let at = (row * n + bc + wc + 16 * j as u32) as usize;
                     mma_store_peer(c.add(at), n, acc[i][j], peer);
                 }
