@@ -2,8 +2,11 @@
 """SVG plots of one benchmark run (the bench.json that scripts/bench-device.sh writes).
 
     python3 scripts/plot_bench.py docs/perf/bench.json [docs/perf]
+    python3 scripts/plot_bench.py --autotune autotune.json [docs/perf]
 
 Writes, with no plotting library (hand-written SVG):
+  autotune.svg            (from `cargo bench --bench autotune -- --json FILE`) the tuned and
+                          the fixed all-reduce and all-gather: bandwidth against the size
   all_gather_<ranks>.svg  aggregate bandwidth against the message size per rank, the
                           16-byte and the scalar kernel, with the copy-bandwidth ceiling
   two_rank.svg            the 1 GiB two-rank cases: ours, nvcc, Triton and the ceiling
@@ -141,9 +144,72 @@ def two_rank_svg(entries):
     return "\n".join(out) + "\n"
 
 
+def autotune_svg(data):
+    rows = data.get("rows", [])
+    if not rows:
+        return None
+    sizes = sorted({r["bytes"] for r in rows})
+    xs = {b: math.log2(b) for b in sizes}
+    x0, x1 = min(xs.values()), max(xs.values())
+    x1 = x1 if x1 > x0 else x0 + 1
+
+    def gbps(r, key):
+        return r["bytes"] / r[key] / 1e6
+
+    ymax = max(gbps(r, k) for r in rows for k in ("fixed_ms", "tuned_ms")) * 1.1
+    pw, ph = W - L - R, H - T - B
+
+    def px(x):
+        return L + (x - x0) / (x1 - x0) * pw
+
+    def py(y):
+        return T + ph - y / ymax * ph
+
+    out = svg_open(f"autotuned against fixed collectives, {data.get('ranks')} ranks on one GPU")
+    out.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>')
+    step = 10 ** math.floor(math.log10(ymax / 5)) if ymax > 0 else 1
+    step *= 2 if ymax / step > 10 else 1
+    y = 0.0
+    while y <= ymax:
+        out.append(f'<line x1="{L}" y1="{py(y):.1f}" x2="{L + pw}" y2="{py(y):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+        y += step
+    for b in sizes:
+        out.append(f'<text x="{px(xs[b]):.1f}" y="{T + ph + 18}" text-anchor="middle">{esc(human(b))}</text>')
+    out.append(f'<text x="{L + pw / 2}" y="{H - 18}" text-anchor="middle">message size per rank</text>')
+    out.append(f'<text x="18" y="{T + ph / 2}" text-anchor="middle" transform="rotate(-90 18 {T + ph / 2})">'
+               "GB/s (a rank's bytes / time)</text>")
+    lines = [("all_reduce", "tuned_ms", COLORS["ours"], None), ("all_reduce", "fixed_ms", COLORS["ours"], "5 3"),
+             ("all_gather", "tuned_ms", COLORS["nvcc"], None), ("all_gather", "fixed_ms", COLORS["nvcc"], "5 3")]
+    for coll, key, color, dash in lines:
+        pts = [(px(xs[r["bytes"]]), py(gbps(r, key))) for r in sorted(rows, key=lambda r: r["bytes"])
+               if r["collective"] == coll]
+        if pts:
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2.5"'
+                       + (f' stroke-dasharray="{dash}"' if dash else "")
+                       + ' points="' + " ".join(f"{a:.1f},{b:.1f}" for a, b in pts) + '"/>')
+            out += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts]
+    out += legend([(f"{c} {'tuned' if k == 'tuned_ms' else 'fixed'}", color, dash) for c, k, color, dash in lines],
+                  L + pw + 14, T + 20)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--autotune":
+        with open(sys.argv[2]) as f:
+            data = json.load(f)
+        outdir = sys.argv[3] if len(sys.argv) > 3 else os.path.join("docs", "perf")
+        os.makedirs(outdir, exist_ok=True)
+        path = os.path.join(outdir, "autotune.svg")
+        svg = autotune_svg(data)
+        if svg:
+            with open(path, "w") as f:
+                f.write(svg)
+            print(path)
+        return
     with open(sys.argv[1]) as f:
         data = json.load(f)
     outdir = sys.argv[2] if len(sys.argv) > 2 else os.path.join("docs", "perf")

@@ -1,5 +1,6 @@
 //! All-gather: every rank's `n` elements, concatenated in rank order, on every rank.
 
+use super::autotune::{self, Tuned};
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId};
 use crate::{Result, SymmetricBuffer};
 
@@ -103,9 +104,13 @@ pub(crate) mod kernels {
 /// How [`all_gather`] moves the data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum AllGatherAlgo {
-    /// Every rank stores its elements into every rank's output (remote writes). The
-    /// default: stores do not wait for a reply, so it saturates links with fewer threads.
+    /// Measured, as [`AllReduceAlgo::Auto`](super::AllReduceAlgo::Auto): push or pull,
+    /// at a few launch shapes, once per size bucket, cached on disk. With
+    /// `IRIS_AUTOTUNE=0`: push.
     #[default]
+    Auto,
+    /// Every rank stores its elements into every rank's output (remote writes): stores do
+    /// not wait for a reply, so it saturates links with fewer threads.
     Push,
     /// Every rank loads every rank's elements into its own output (remote reads): for
     /// fabrics where remote writes are slow, or to keep each rank's output written by that
@@ -143,8 +148,13 @@ pub fn all_gather<T: CclElement>(
     if n == 0 {
         return Ok(());
     }
+    if algo == AllGatherAlgo::Auto {
+        let choice = autotune::choose(ccl, Tuned::AllGather, input, output, n as u64)?;
+        let n = n as u64;
+        return ccl.launch_blocks(choice.kernel, input, output, n, 0, n, choice.blocks);
+    }
     let kernel = match algo {
-        AllGatherAlgo::Push => KernelId::AllGatherPush,
+        AllGatherAlgo::Auto | AllGatherAlgo::Push => KernelId::AllGatherPush,
         AllGatherAlgo::Pull => KernelId::AllGatherPull,
     };
     ccl.launch(kernel, input, output, n as u64, 0, n as u64)

@@ -1,5 +1,6 @@
 //! All-reduce: the element-wise reduction of every rank's input, on every rank.
 
+use super::autotune::{self, Tuned};
 use super::{check_buffers, check_len, Ccl, CclElement, KernelId, ReduceOp};
 use crate::{Result, SymmetricBuffer};
 
@@ -81,11 +82,17 @@ pub(crate) mod kernels {
 /// How [`all_reduce`] moves the data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum AllReduceAlgo {
+    /// Measured: the first call for a size (bucketed by powers of two), element type,
+    /// world and device measures both variants at a few launch shapes, every rank
+    /// agreeing on rank 0's pick, and caches it on disk for later runs (see the module
+    /// docs, "Autotuning"). With `IRIS_AUTOTUNE=0`: one-shot up to 256 KiB a rank,
+    /// two-shot above.
+    #[default]
+    Auto,
     /// Every rank reads every rank's whole input and reduces all `n` elements itself: one
     /// step, `(W-1)·n` elements read per rank. The choice for small messages, where the
     /// time is latency (measured on one H200 shared by 2 to 8 ranks, the two variants
     /// cross around 256 KiB; `examples/all_reduce` measures your machine).
-    #[default]
     OneShot,
     /// Reduce-scatter then all-gather in one kernel: rank `r` reduces the `r`-th share of
     /// the elements (reading it from every rank) and stores the result into every rank's
@@ -121,8 +128,25 @@ pub fn all_reduce<T: CclElement>(
     if n == 0 {
         return Ok(());
     }
+    if algo == AllReduceAlgo::Auto {
+        let choice = autotune::choose(ccl, Tuned::AllReduce(op.code()), input, output, n)?;
+        let elems = if choice.kernel == KernelId::AllReduceTwoShot {
+            n.div_ceil(ccl.world_size() as u64)
+        } else {
+            n
+        };
+        return ccl.launch_blocks(
+            choice.kernel,
+            input,
+            output,
+            n,
+            op.code(),
+            elems,
+            choice.blocks,
+        );
+    }
     match algo {
-        AllReduceAlgo::OneShot => {
+        AllReduceAlgo::Auto | AllReduceAlgo::OneShot => {
             ccl.launch(KernelId::AllReduceOneShot, input, output, n, op.code(), n)
         }
         AllReduceAlgo::TwoShot => {

@@ -165,6 +165,7 @@ pub(crate) mod kernels {
 /// residual and output into every rank's (`(W-1)·n/W` read, twice that written), so it
 /// takes the owning rank's residual: give every rank the same residual, as a
 /// tensor-parallel layer has. Every rank's results are bit-identical either way.
+/// [`AllReduceAlgo::Auto`] is not measured here: two-shot above 256 KiB a rank.
 ///
 /// Shapes: `input`, `residual` and `output` of the same length, a whole number of rows;
 /// `hidden` at least 1; three different symmetric allocations of `ccl`'s context. The
@@ -238,7 +239,14 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
     let world = ccl.world_size();
     let kernel = KernelId::AllReduceRmsNorm;
     let framed = ccl.launch_config_for(kernel.unit(), ccl.block_threads())?;
-    let two_shot = algo == AllReduceAlgo::TwoShot;
+    let two_shot = match algo {
+        AllReduceAlgo::TwoShot => true,
+        AllReduceAlgo::OneShot => false,
+        // Not measured: the fixed rule.
+        AllReduceAlgo::Auto => {
+            (input.len() * std::mem::size_of::<T>()) as u64 > super::autotune::ONE_SHOT_BYTES
+        }
+    };
     let per_rank = if two_shot { rows.div_ceil(world) } else { rows };
     let blocks = framed.grid[0].min(per_rank.max(1) as u32);
     let iris = ccl.iris();

@@ -4,6 +4,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use super::autotune::{Tuner, Tuning};
 use super::element::{self, CclElement, KernelCall, KernelId};
 use super::residency::{self, Sharing};
 use super::signals;
@@ -48,6 +49,8 @@ pub struct Ccl<'ctx> {
     pair_words: u64,
     /// Per peer: messages sent to it and received from it so far.
     messages: Cell<Vec<[u64; 2]>>,
+    /// What `Auto` algorithms have decided (see `autotune.rs`).
+    tuner: Tuner,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -155,6 +158,7 @@ impl<'ctx> Ccl<'ctx> {
             block_threads,
             pair_words: pair_words as u64,
             messages: Cell::new(vec![[0; 2]; world]),
+            tuner: Tuner::from_env(),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;
@@ -259,6 +263,28 @@ impl<'ctx> Ccl<'ctx> {
     pub fn with_wait_limit(mut self, limit: Duration) -> Self {
         self.wait_limit = limit.max(Duration::from_micros(1));
         self
+    }
+
+    /// The same communicator with autotuning on or off (as `IRIS_AUTOTUNE=0` turns it
+    /// off): off, the `Auto` algorithms follow the fixed rule. Every rank should choose
+    /// the same.
+    pub fn with_autotune(mut self, on: bool) -> Self {
+        self.tuner.set_enabled(on);
+        self
+    }
+
+    /// The same communicator keeping its autotuning decisions in `dir/autotune.json`
+    /// (`None`: in memory only), in place of `IRIS_CACHE_DIR` or the user's cache
+    /// directory. Only rank 0's is read and written.
+    pub fn with_autotune_cache(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.tuner.set_dir(dir);
+        self
+    }
+
+    /// What the `Auto` algorithms have decided so far (measured or read from the cache),
+    /// sorted by key.
+    pub fn autotuned(&self) -> Vec<Tuning> {
+        self.tuner.decisions()
     }
 
     /// How long a barrier wait waits for a peer before it gives up.
@@ -381,14 +407,25 @@ impl<'ctx> Ccl<'ctx> {
     }
 
     /// The launch shape for a kernel whose threads stride over `elems` elements of
-    /// `elem_bytes` bytes, 16 bytes at a time.
-    fn config(&self, elems: u64, elem_bytes: usize) -> LaunchConfig {
+    /// `elem_bytes` bytes, 16 bytes at a time: as many blocks as that needs, at most
+    /// `most` (0: the slots; never more than the slots).
+    fn config(&self, elems: u64, elem_bytes: usize, most: u32) -> LaunchConfig {
         let vectors = elems.saturating_mul(elem_bytes as u64).div_ceil(16).max(1);
         let per_block = u64::from(self.block_threads) * VECTORS_PER_THREAD;
-        let blocks = vectors
-            .div_ceil(per_block)
-            .clamp(1, u64::from(self.slots.get()));
+        let slots = self.slots.get();
+        let most = if most == 0 { slots } else { most.min(slots) };
+        let blocks = vectors.div_ceil(per_block).clamp(1, u64::from(most));
         LaunchConfig::linear(blocks as u32, self.block_threads)
+    }
+
+    /// The autotuner of the `Auto` algorithms.
+    pub(super) fn tuner(&self) -> &Tuner {
+        &self.tuner
+    }
+
+    /// Ranks of the world on this rank's device.
+    pub(super) fn ranks_on_device(&self) -> usize {
+        self.sharing.device
     }
 
     /// Launches `kernel` for `T`, its threads striding over `elems` elements.
@@ -402,12 +439,27 @@ impl<'ctx> Ccl<'ctx> {
         arg: u32,
         elems: u64,
     ) -> Result<()> {
+        self.launch_blocks(kernel, input, output, n, arg, elems, 0)
+    }
+
+    /// [`launch`](Ccl::launch) with at most `most` blocks (0: the slots).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn launch_blocks<T: CclElement>(
+        &self,
+        kernel: KernelId,
+        input: &SymmetricBuffer<'_, T>,
+        output: &SymmetricBuffer<'_, T>,
+        n: u64,
+        arg: u32,
+        elems: u64,
+        most: u32,
+    ) -> Result<()> {
         self.preload(kernel.unit())?;
         let _span = self
             .iris
             .trace_span(kernel.call_name(), elems * std::mem::size_of::<T>() as u64);
         let call = KernelCall {
-            config: self.config(elems, std::mem::size_of::<T>()),
+            config: self.config(elems, std::mem::size_of::<T>(), most),
             input,
             output,
             signals: &self.signals,

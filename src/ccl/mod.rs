@@ -77,6 +77,25 @@
 //! 7168). [`Moe::dispatch`] writes each routed row once (push), [`Moe::combine`] reads it
 //! once (pull).
 //!
+//! # Autotuning
+//!
+//! [`AllReduceAlgo::Auto`] and [`AllGatherAlgo::Auto`] (the enums' defaults) measure the
+//! variants above at a few launch shapes (the slots, half, a quarter: never more blocks
+//! than keep every rank resident) the first time a size bucket (a power of two of bytes a
+//! rank), element type, world size, ranks per device and device meet, every rank on the
+//! call's own buffers; rank 0 picks the variant whose slowest rank was fastest (the fixed
+//! rule's on a tie) and every rank uses rank 0's pick. Rank 0 writes it, with every
+//! candidate's time, to `autotune.json` in `IRIS_CACHE_DIR` (default
+//! `$XDG_CACHE_HOME/iris` or `~/.cache/iris`; [`Ccl::with_autotune_cache`]), renaming a
+//! new file over the old one, and a later run's rank 0 reads it there and tells the other
+//! ranks. `IRIS_AUTOTUNE=0` (or [`Ccl::with_autotune`]`(false)`) keeps the fixed rule:
+//! one-shot up to 256 KiB a rank, two-shot above; push. [`Ccl::autotuned`] lists the
+//! decisions. A first call that measures synchronizes the device and takes a few
+//! milliseconds: make it before capturing a graph. On one H200 shared by 4 ranks the
+//! tuned calls were within noise of the fixed rule (0.85x to 1.11x, docs/performance.md):
+//! the fixed rule is already the measured crossing there; the tuner is for the machines
+//! where it is not.
+//!
 //! # Using the barrier in your own kernels
 //!
 //! [`kernels_with_barrier!`] wraps a `#[iris::kernels]` module and adds `ccl_signal`,
@@ -101,6 +120,7 @@ mod all_reduce;
 mod all_reduce_rmsnorm;
 mod all_to_all;
 mod all_to_all_v;
+mod autotune;
 mod broadcast;
 mod communicator;
 mod element;
@@ -119,6 +139,7 @@ pub use all_reduce::{all_reduce, AllReduceAlgo};
 pub use all_reduce_rmsnorm::all_reduce_rmsnorm;
 pub use all_to_all::all_to_all;
 pub use all_to_all_v::{all_to_all_v, AllToAllV};
+pub use autotune::Tuning;
 pub use broadcast::broadcast;
 pub use communicator::Ccl;
 pub use element::{CclElement, FloatElement};

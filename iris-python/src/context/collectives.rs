@@ -35,11 +35,12 @@ impl PyContext {
         order: CallOrder,
     ) -> PyResult<()> {
         let algo = match algo {
+            "auto" => AllGatherAlgo::Auto,
             "push" => AllGatherAlgo::Push,
             "pull" => AllGatherAlgo::Pull,
             other => {
                 return Err(usage(format!(
-                    "all_gather: algo must be push or pull, got {other:?}"
+                    "all_gather: algo must be push, pull or auto, got {other:?}"
                 )))
             }
         };
@@ -212,14 +213,15 @@ pub(super) fn settle(ccl: &iris::ccl::Ccl<'_>, sync: bool) -> iris::Result<()> {
     }
 }
 
-/// The all-reduce algorithm named `algo` (`one_shot`, `two_shot`), or a usage error
+/// The all-reduce algorithm named `algo` (`one_shot`, `two_shot`, `auto`), or a usage error
 /// naming `what`.
 pub(super) fn all_reduce_algo(what: &str, algo: &str) -> PyResult<AllReduceAlgo> {
     match algo {
+        "auto" => Ok(AllReduceAlgo::Auto),
         "one_shot" | "oneshot" => Ok(AllReduceAlgo::OneShot),
         "two_shot" | "twoshot" => Ok(AllReduceAlgo::TwoShot),
         other => Err(usage(format!(
-            "{what}: algo must be one_shot or two_shot, got {other:?}"
+            "{what}: algo must be one_shot, two_shot or auto, got {other:?}"
         ))),
     }
 }

@@ -230,7 +230,9 @@ impl PyContext {
 
     /// All-reduce (iris.ccl): the element-wise `op` (`sum`, `min`, `max`) of every rank's
     /// `input` into every rank's `output` (same length, same dtype, two symmetric buffers
-    /// of this context). `algo`: `one_shot` (small messages) or `two_shot` (large).
+    /// of this context). `algo`: `one_shot` (small messages), `two_shot` (large) or `auto`
+    /// (measured on the first call of each size, then cached on disk; not inside a CUDA
+    /// graph capture: call it once before capturing).
     /// Collective; bit-identical on every rank.
     #[pyo3(signature = (input, output, op = "sum", algo = "one_shot", sync = None, on_torch_stream = false))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
