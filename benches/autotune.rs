@@ -20,35 +20,9 @@ use std::time::Instant;
 use iris::ccl::{self, AllGatherAlgo, AllReduceAlgo, Ccl, ReduceOp};
 use iris::{BackendKind, Iris, World};
 
-fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-}
-
-/// Median over `iters` of the slowest rank's device time of `work`, in ms.
-fn time(
-    iris: &Iris,
-    iters: usize,
-    mut work: impl FnMut() -> iris::Result<()>,
-) -> iris::Result<f64> {
-    iris.barrier()?;
-    work()?;
-    let mut times = Vec::new();
-    for _ in 0..iters.max(1) {
-        iris.barrier()?;
-        let start = iris.record_event()?;
-        work()?;
-        let end = iris.record_event()?;
-        end.synchronize()?;
-        let mine = f64::from(start.elapsed_ms(&end)?);
-        times.push(iris.all_gather(mine)?.into_iter().fold(0.0, f64::max));
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::{arg, time};
 
 /// One collective and size: fixed and tuned times (ms), the tuned decision.
 struct Row {

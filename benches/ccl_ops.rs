@@ -35,6 +35,10 @@ use iris::{BackendKind, Buffer, DevicePtr, Iris, LaunchConfig, World};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "common/timing.rs"]
+mod timing;
+use timing::{arg, time};
+
 #[iris::kernels]
 mod unfused {
     use iris::prelude::*;
@@ -171,38 +175,6 @@ struct Row {
     ms: f64,
     bytes: f64,
     against: Option<(String, f64)>,
-}
-
-fn arg(name: &str) -> Option<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-}
-
-/// The median over `iters` of the slowest rank's time of `work` (device events, every
-/// rank starting after a host barrier), after one untimed run.
-fn time(
-    iris: &Iris,
-    iters: usize,
-    mut work: impl FnMut() -> iris::Result<()>,
-) -> iris::Result<f64> {
-    iris.barrier()?;
-    work()?;
-    let mut times = Vec::new();
-    for _ in 0..iters.max(1) {
-        iris.barrier()?;
-        let start = iris.record_event()?;
-        work()?;
-        let end = iris.record_event()?;
-        end.synchronize()?;
-        let mine = f64::from(start.elapsed_ms(&end)?);
-        let all = iris.all_gather(mine)?;
-        times.push(all.into_iter().fold(0.0, f64::max));
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
 }
 
 /// A copy of `bytes` on the device by a grid-stride kernel of 16-byte vectors, on rank

@@ -236,14 +236,14 @@ pub(crate) fn choose<T: CclElement>(
 }
 
 /// The candidates: each kernel at the fixed rule's blocks, then at half and a quarter of
-/// the slots (for sizes whose fixed launch uses them all), deduplicated.
+/// the slots (0 where the slots are that few: the fixed rule's again), deduplicated.
 fn candidates(ccl: &Ccl<'_>, what: Tuned, bytes: u64) -> Vec<Choice> {
     let slots = ccl.slots();
     let mut out = Vec::new();
     for kernel in what.kernels(bytes) {
         for blocks in [0, slots / 2, slots / 4] {
             let c = Choice { kernel, blocks };
-            if (blocks == 0 || blocks >= 1) && !out.contains(&c) {
+            if !out.contains(&c) {
                 out.push(c);
             }
         }
