@@ -1,5 +1,8 @@
 """iris's collectives as PyTorch operators: ``torch.ops.iris.all_reduce``,
-``torch.ops.iris.all_gather`` and ``torch.ops.iris.put``, with fake implementations, so
+``all_gather``, ``put``, ``reduce_scatter``, ``broadcast``, ``all_to_all_v``,
+``all_reduce_rmsnorm``, the fused GEMMs (``all_gather_matmul``, ``matmul_reduce_scatter``,
+``matmul_all_reduce``) and the MoE exchange (``moe_dispatch``, ``moe_combine``, with the id
+``ctx.moe(...)`` returned), with fake implementations, so
 they run inside ``torch.compile``d code like any torch op (on PyTorch's current stream,
 without waiting).
 
@@ -27,15 +30,37 @@ def _key(t):
     return (t.data_ptr(), t.numel(), t.dtype)
 
 
+class _Bits:
+    """``buf``'s memory as 16-bit integers through the array interfaces: ``bfloat16`` has
+    no array-interface type string, so a ``bfloat16`` view is made from this one with
+    ``Tensor.view(torch.bfloat16)`` (the same bytes). Holds ``buf``, so the view keeps the
+    buffer alive as a direct view does."""
+
+    def __init__(self, buf, gpu):
+        self.buf = buf
+        interface = {
+            "shape": (buf.numel,),
+            "typestr": "<i2",
+            "data": (buf.data_ptr(), False),
+            "strides": None,
+            "version": 2 if gpu else 3,
+        }
+        setattr(self, "__cuda_array_interface__" if gpu else "__array_interface__", interface)
+
+
 def tensor(ctx, buf):
     """A ``torch.Tensor`` viewing symmetric buffer ``buf`` of ``ctx`` (no copy), usable
-    with the ``torch.ops.iris`` operators."""
-    if ctx.backend == "cpu":
+    with the ``torch.ops.iris`` operators; ``bfloat16`` buffers included."""
+    gpu = ctx.backend != "cpu"
+    source = _Bits(buf, gpu) if buf.dtype == "bfloat16" else buf
+    if gpu:
+        t = torch.as_tensor(source, device=f"cuda:{ctx.device}")
+    else:
         import numpy  # the cpu backend's buffers offer the NumPy array interface
 
-        t = torch.from_numpy(numpy.asarray(buf))
-    else:
-        t = torch.as_tensor(buf, device=f"cuda:{ctx.device}")
+        t = torch.from_numpy(numpy.asarray(source))
+    if source is not buf:
+        t = t.view(torch.bfloat16)
     _known[_key(t)] = (ctx, buf, ctx.backend != "cpu")
     return t
 
@@ -75,6 +100,19 @@ _lib.define(
 _lib.define(
     "all_reduce_rmsnorm(Tensor input, Tensor(a!) residual, Tensor gamma, Tensor(b!) output, "
     "float eps=1e-6, str algo='one_shot') -> ()"
+)
+_lib.define("all_gather_matmul(Tensor a, Tensor b, Tensor(a!) c, int k, bool transposed=False) -> ()")
+_lib.define(
+    "matmul_reduce_scatter(Tensor a, Tensor b, Tensor(a!) staging, Tensor(b!) c, int k, "
+    "bool transposed=False) -> ()"
+)
+_lib.define(
+    "matmul_all_reduce(Tensor a, Tensor b, Tensor(a!) staging, Tensor(b!) c, int k, "
+    "bool transposed=False) -> ()"
+)
+_lib.define("moe_dispatch(int moe, Tensor x, Tensor idx, Tensor(a!) recv) -> ()")
+_lib.define(
+    "moe_combine(int moe, Tensor expert_out, Tensor idx, Tensor weights, Tensor(a!) out) -> ()"
 )
 
 
@@ -134,6 +172,50 @@ def all_reduce_rmsnorm(input, residual, gamma, output, eps=1e-6, algo="one_shot"
     ctx.all_reduce_rmsnorm(bi, br, bg, bo, eps, algo, None, gpu)
 
 
+def _buffers(*named):
+    """The context of the first tensor and the symmetric buffer of each ``(tensor, name)``."""
+    found = [_lookup(t, n) for t, n in named]
+    return found[0][0], found[0][2], [f[1] for f in found]
+
+
+def all_gather_matmul(a, b, c, k, transposed=False):
+    """``torch.ops.iris.all_gather_matmul``: ``c`` (float32, ``world * m x n``) = every
+    rank's ``a`` (``m x k``, bfloat16 or float16) times this rank's ``b`` (``k x n``; Bᵀ,
+    ``n x k``, with ``transposed``), one GEMM launch."""
+    ctx, gpu, (ba, bb, bc) = _buffers((a, "a"), (b, "b"), (c, "c"))
+    ctx.all_gather_matmul(ba, bb, bc, k, transposed, None, gpu)
+
+
+def matmul_reduce_scatter(a, b, staging, c, k, transposed=False):
+    """``torch.ops.iris.matmul_reduce_scatter``: every rank's ``a @ b``, summed in rank
+    order; rank ``r`` gets its rows in ``c`` (float32); ``staging`` float32, ``M x n``."""
+    ctx, gpu, (ba, bb, bs, bc) = _buffers((a, "a"), (b, "b"), (staging, "staging"), (c, "c"))
+    ctx.matmul_reduce_scatter(ba, bb, bs, bc, k, transposed, None, gpu)
+
+
+def matmul_all_reduce(a, b, staging, c, k, transposed=False):
+    """``torch.ops.iris.matmul_all_reduce``: every rank's ``a @ b``, summed in rank order,
+    into every rank's ``c`` (float32, ``M x n``)."""
+    ctx, gpu, (ba, bb, bs, bc) = _buffers((a, "a"), (b, "b"), (staging, "staging"), (c, "c"))
+    ctx.matmul_all_reduce(ba, bb, bs, bc, k, transposed, None, gpu)
+
+
+def moe_dispatch(moe, x, idx, recv):
+    """``torch.ops.iris.moe_dispatch``: each token of ``x`` to the ranks of the experts
+    ``idx`` (int64, read on the device) names, into their ``recv``; ``moe`` is the id
+    ``ctx.moe(...)`` returned."""
+    ctx, gpu, (bx, bi, br) = _buffers((x, "x"), (idx, "idx"), (recv, "recv"))
+    ctx.moe_dispatch(moe, bx, bi, br, None, gpu)
+
+
+def moe_combine(moe, expert_out, idx, weights, out):
+    """``torch.ops.iris.moe_combine``: ``out[t]`` = the sum over token ``t``'s slots of
+    ``weights`` (float32) times the row its expert's rank left in ``expert_out``."""
+    named = ((expert_out, "expert_out"), (idx, "idx"), (weights, "weights"), (out, "out"))
+    ctx, gpu, (be, bi, bw, bo) = _buffers(*named)
+    ctx.moe_combine(moe, be, bi, bw, bo, None, gpu)
+
+
 def _nothing(*args, **kwargs):
     """The fake (meta) implementation: the operators write into their arguments and
     return nothing, so tracing needs no computation."""
@@ -148,6 +230,11 @@ for _name, _impl in (
     ("broadcast", broadcast),
     ("all_to_all_v", all_to_all_v),
     ("all_reduce_rmsnorm", all_reduce_rmsnorm),
+    ("all_gather_matmul", all_gather_matmul),
+    ("matmul_reduce_scatter", matmul_reduce_scatter),
+    ("matmul_all_reduce", matmul_all_reduce),
+    ("moe_dispatch", moe_dispatch),
+    ("moe_combine", moe_combine),
 ):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"iris::{_name}", _nothing, lib=_lib)

@@ -56,7 +56,8 @@ impl PyContext {
     /// copy) to the ranks of the experts `idx` (int64, `tokens * top_k`, read on the
     /// device; negative: none) names, into their `recv` (`capacity * hidden`), expert by
     /// expert then source by source. Collective.
-    #[pyo3(signature = (moe, x, idx, recv, sync = None))]
+    #[pyo3(signature = (moe, x, idx, recv, sync = None, on_torch_stream = false))]
+    #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn moe_dispatch(
         &self,
         py: Python<'_>,
@@ -65,6 +66,7 @@ impl PyContext {
         idx: PyRef<'_, PySymmetric>,
         recv: PyRef<'_, PySymmetric>,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let what = "moe_dispatch";
         let (xi, ri, dtype) = self.pair(what, &x, &recv)?;
@@ -78,7 +80,7 @@ impl PyContext {
         let ii = idx.id;
         let order = CallOrder {
             sync,
-            on_torch_stream: false,
+            on_torch_stream,
         };
         let devices = [x.torch_device, idx.torch_device, recv.torch_device];
         let sync = self.order_after_torch(py, &devices, order)?;
@@ -101,7 +103,7 @@ impl PyContext {
     /// `out[t]` = the sum over token `t`'s slots of `weights` (float32, `tokens * top_k`)
     /// times the row its expert's rank left in `expert_out` (the rows `moe_dispatch`
     /// filled, after the experts' work; it may be `recv`). Collective.
-    #[pyo3(signature = (moe, expert_out, idx, weights, out, sync = None))]
+    #[pyo3(signature = (moe, expert_out, idx, weights, out, sync = None, on_torch_stream = false))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn moe_combine(
         &self,
@@ -112,6 +114,7 @@ impl PyContext {
         weights: PyRef<'_, PySymmetric>,
         out: PyRef<'_, PySymmetric>,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let what = "moe_combine";
         let (ei, oi, dtype) = self.pair(what, &expert_out, &out)?;
@@ -126,7 +129,7 @@ impl PyContext {
         let (ii, wi) = (idx.id, weights.id);
         let order = CallOrder {
             sync,
-            on_torch_stream: false,
+            on_torch_stream,
         };
         let devices = [
             expert_out.torch_device,
@@ -172,7 +175,7 @@ impl PyContext {
     /// rank's copy; with `transposed=True`, `b` is Bᵀ, `n x k` as a `torch.nn.Linear`
     /// weight, and the GEMM is Hopper's warpgroup kernel). `m` a multiple of 128, `n` of
     /// 128 (256 transposed), `k` of 64. Collective.
-    #[pyo3(signature = (a, b, c, k, transposed = false, sync = None))]
+    #[pyo3(signature = (a, b, c, k, transposed = false, sync = None, on_torch_stream = false))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn all_gather_matmul(
         &self,
@@ -183,16 +186,21 @@ impl PyContext {
         k: usize,
         transposed: bool,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let shape = MatmulShape { k, transposed };
-        self.matmul(py, Matmul::AllGather, [a, b], [c], shape, sync)
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.matmul(py, Matmul::AllGather, [a, b], [c], shape, order)
     }
 
     /// GEMM then reduce-scatter, fused (iris.ccl): every rank's `a` (`M x k`) times its `b`
     /// (`k x n`), summed over the ranks in rank order; rank `r` gets rows `r * M/W ..` in
     /// `c` (float32). `staging`: float32, `M x n`. `transposed` as for
     /// `all_gather_matmul`. Collective.
-    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None))]
+    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None, on_torch_stream = false))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn matmul_reduce_scatter(
         &self,
@@ -204,14 +212,19 @@ impl PyContext {
         k: usize,
         transposed: bool,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let shape = MatmulShape { k, transposed };
-        self.matmul(py, Matmul::ReduceScatter, [a, b], [staging, c], shape, sync)
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.matmul(py, Matmul::ReduceScatter, [a, b], [staging, c], shape, order)
     }
 
     /// GEMM then all-reduce, fused (iris.ccl): as `matmul_reduce_scatter`, each sum
     /// written to every rank's `c` (float32, `M x n`). Collective.
-    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None))]
+    #[pyo3(signature = (a, b, staging, c, k, transposed = false, sync = None, on_torch_stream = false))]
     #[allow(clippy::too_many_arguments)] // the Python method's keyword arguments
     fn matmul_all_reduce(
         &self,
@@ -223,9 +236,14 @@ impl PyContext {
         k: usize,
         transposed: bool,
         sync: Option<bool>,
+        on_torch_stream: bool,
     ) -> PyResult<()> {
         let shape = MatmulShape { k, transposed };
-        self.matmul(py, Matmul::AllReduce, [a, b], [staging, c], shape, sync)
+        let order = CallOrder {
+            sync,
+            on_torch_stream,
+        };
+        self.matmul(py, Matmul::AllReduce, [a, b], [staging, c], shape, order)
     }
 }
 
@@ -254,7 +272,7 @@ impl PyContext {
         inputs: [PyRef<'_, PySymmetric>; 2],
         outputs: [PyRef<'_, PySymmetric>; N],
         shape: MatmulShape,
-        sync: Option<bool>,
+        order: CallOrder,
     ) -> PyResult<()> {
         let what = match which {
             Matmul::AllGather => "all_gather_matmul",
@@ -280,10 +298,6 @@ impl PyContext {
         let mut all: Vec<&PySymmetric> = inputs.iter().map(|b| &**b).collect();
         all.extend(outputs.iter().map(|b| &**b));
         let devices: Vec<Option<i64>> = all.iter().map(|b| b.torch_device).collect();
-        let order = CallOrder {
-            sync,
-            on_torch_stream: false,
-        };
         let sync = self.order_after_torch(py, &devices, order)?;
         self.keep(py, sync, &all);
         let rank = Arc::clone(&self.rank);

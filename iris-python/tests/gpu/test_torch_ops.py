@@ -87,3 +87,53 @@ def test_the_newer_operators_match_eager_and_the_reference():
                 assert torch.equal(got, send) and got_counts.tolist() == [64]
                 assert torch.equal(scattered, send) and torch.equal(copied, send)
         assert torch.allclose(results[0].float(), results[1].float())
+
+
+def fused_and_moe(a, b, bt, staging, c_ag, c_rs, c_ar, moe, x, idx, recv, weights, out, k):
+    torch.ops.iris.all_gather_matmul(a, b, c_ag, k)
+    torch.ops.iris.matmul_reduce_scatter(a, bt, staging, c_rs, k, True)
+    torch.ops.iris.matmul_all_reduce(a, b, staging, c_ar, k)
+    torch.ops.iris.moe_dispatch(moe, x, idx, recv)
+    torch.ops.iris.moe_combine(moe, recv, idx, weights, out)
+    return torch.cat([c_ag, c_rs, c_ar, out.float()]) * 1.0
+
+
+def test_fused_gemms_and_moe_on_bfloat16_views_match_eager_and_the_reference():
+    with iris_rs.Context(heap_bytes=256 << 20) as ctx:
+        if ctx.world_size != 1:
+            pytest.skip("the reference below is for a world of one rank")
+        m, n, k = 128, 256, 64
+        t = lambda count, dtype: iris_ops.tensor(ctx, ctx.zeros(count, dtype))  # noqa: E731
+        # bfloat16 buffers have no array-interface type: tensor() views their bits.
+        a, b, bt = t(m * k, "bfloat16"), t(k * n, "bfloat16"), t(n * k, "bfloat16")
+        assert a.dtype == torch.bfloat16 and a.numel() == m * k
+        staging, c_ag, c_rs, c_ar = (t(m * n, "float32") for _ in range(4))
+        tokens, hidden, top_k, experts = 8, 64, 2, 4
+        moe = ctx.moe(tokens, hidden, top_k, experts, tokens * top_k)
+        x, recv, out = t(tokens * hidden, "bfloat16"), t(tokens * top_k * hidden, "bfloat16"), t(tokens * hidden, "bfloat16")
+        idx, weights = t(tokens * top_k, "int64"), t(tokens * top_k, "float32")
+        dev = a.device
+        # Small integers: every product and sum is exact in bfloat16 inputs and float32 sums.
+        am = (torch.arange(m * k, device=dev) % 7 - 3).to(torch.bfloat16)
+        bm = (torch.arange(k * n, device=dev) % 5 - 2).to(torch.bfloat16)
+        xs = (torch.arange(tokens * hidden, device=dev) % 17 - 8).to(torch.bfloat16)
+        ids = torch.tensor([[i % experts, (i + 1) % experts] for i in range(tokens)], device=dev).flatten()
+        want_c = am.float().view(m, k) @ bm.float().view(k, n)
+        want_out = (xs.float() * 0.75).to(torch.bfloat16)
+        results = []
+        for fn in (fused_and_moe, torch.compile(fused_and_moe)):
+            a.copy_(am)
+            b.copy_(bm)
+            bt.copy_(bm.view(k, n).t().contiguous().flatten())
+            x.copy_(xs)
+            idx.copy_(ids)
+            weights.copy_(torch.tensor([0.25, 0.5], device=dev).repeat(tokens))
+            for o in (c_ag, c_rs, c_ar, recv, out):
+                o.zero_()
+            results.append(fn(a, b, bt, staging, c_ag, c_rs, c_ar, moe, x, idx, recv, weights, out, k).clone())
+            ctx.synchronize()
+            ctx.moe_check(moe)
+            for c in (c_ag, c_rs, c_ar):
+                assert torch.equal(c.view(m, n), want_c)
+            assert torch.equal(out, want_out), (out[:8], want_out[:8])
+        assert torch.equal(results[0], results[1])
