@@ -1,64 +1,197 @@
-//! With the `compiler` feature: builds the small C++ shim that calls lld's ELF linker as a
-//! library (src/compiler/code_object/lld_library.cpp) and links lld's static libraries
-//! (Debian's `liblld-22-dev`) from the LLVM that llvm-sys uses. Without it: nothing.
+//! With the `compiler` feature: finds the LLVM (19 to 22) the kernel compiler loads when
+//! the proc macro runs, and tells the compiler where it is. Nothing is linked: the macro
+//! opens LLVM's shared library (`libLLVM.so.N`, which every distribution and ROCm ship) at
+//! run time through its C API, and links code objects with that LLVM's `ld.lld`.
+//!
+//! Where it looks, first found wins: `$IRIS_LLVM_CONFIG` (an `llvm-config`; only it, and an
+//! error when it is unusable), ROCm's `/opt/rocm/llvm/bin/llvm-config`, then
+//! `llvm-config-22` down to `llvm-config-19` (on `PATH`, then `/usr/lib/llvm-N/bin`), then
+//! `llvm-config` on `PATH`. An LLVM is usable when it is version 19 to 22, has a shared
+//! library, the AMDGPU, NVPTX and host targets, and its `ld.lld`. Sets for the compiler:
+//! `IRIS_LLVM_LIBRARY` (the shared library), `IRIS_LLVM_VERSION`, `IRIS_LLVM_MAJOR`,
+//! `IRIS_LLVM_BINDIR` (where its `ld.lld` is looked for first). Without the feature:
+//! nothing.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
+    println!("cargo:rerun-if-env-changed=IRIS_LLVM_CONFIG");
     #[cfg(feature = "compiler")]
-    build_lld_shim();
+    find_llvm::run();
 }
 
 #[cfg(feature = "compiler")]
-fn build_lld_shim() {
-    let shim = "src/compiler/code_object/lld_library.cpp";
-    println!("cargo:rerun-if-changed={shim}");
-    let prefix = llvm_prefix();
-    let include = prefix.join("include");
-    let lib = prefix.join("lib");
-    for (file, package) in [
-        (include.join("lld/Common/Driver.h"), "liblld-22-dev"),
-        (lib.join("liblldELF.a"), "liblld-22-dev"),
-        (lib.join("liblldCommon.a"), "liblld-22-dev"),
-    ] {
-        if !file.is_file() {
-            panic!(
-                "iris-device: {} is missing: lld's libraries are needed to link code objects \
-                 in process; run scripts/setup.sh (it installs `{package}`), or point \
-                 LLVM_SYS_221_PREFIX at an LLVM 22 that has them",
-                file.display()
+mod find_llvm {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// The LLVM versions the compiler supports.
+    const OLDEST: u32 = 19;
+    const NEWEST: u32 = 22;
+
+    /// A usable LLVM.
+    struct Found {
+        config: PathBuf,
+        version: String,
+        major: u32,
+        library: PathBuf,
+        bindir: PathBuf,
+    }
+
+    pub fn run() {
+        let found = match std::env::var_os("IRIS_LLVM_CONFIG").filter(|v| !v.is_empty()) {
+            Some(config) => probe(Path::new(&config)).unwrap_or_else(|why| {
+                panic!(
+                    "iris-device: IRIS_LLVM_CONFIG names {}, which cannot be used: {why}",
+                    Path::new(&config).display()
+                )
+            }),
+            None => search(),
+        };
+        println!("cargo:rerun-if-changed={}", found.config.display());
+        println!(
+            "cargo:rustc-env=IRIS_LLVM_LIBRARY={}",
+            found.library.display()
+        );
+        println!("cargo:rustc-env=IRIS_LLVM_VERSION={}", found.version);
+        println!("cargo:rustc-env=IRIS_LLVM_MAJOR={}", found.major);
+        println!(
+            "cargo:rustc-env=IRIS_LLVM_BINDIR={}",
+            found.bindir.display()
+        );
+        if found.major < 20 {
+            println!(
+                "cargo:warning=iris: LLVM {} ({}) cannot build gfx950 (LLVM 20 and newer can): \
+                 kernels are compiled without AMD MI350/MI355 code objects",
+                found.version,
+                found.config.display()
             );
         }
     }
-    cc::Build::new()
-        .cpp(true)
-        .std("c++17")
-        .file(shim)
-        .include(&include)
-        .flag_if_supported("-fno-rtti")
-        .flag_if_supported("-Wno-unused-parameter")
-        .define("_GNU_SOURCE", None)
-        .define("__STDC_CONSTANT_MACROS", None)
-        .define("__STDC_FORMAT_MACROS", None)
-        .define("__STDC_LIMIT_MACROS", None)
-        .compile("iris_lld_shim");
-    println!("cargo:rustc-link-search=native={}", lib.display());
-    println!("cargo:rustc-link-lib=static=lldELF");
-    println!("cargo:rustc-link-lib=static=lldCommon");
-}
 
-/// The LLVM 22 llvm-sys builds against: `LLVM_SYS_221_PREFIX` (the workspace sets it to
-/// /usr/lib/llvm-22), else `llvm-config-22 --prefix`, else /usr/lib/llvm-22.
-#[cfg(feature = "compiler")]
-fn llvm_prefix() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("LLVM_SYS_221_PREFIX").filter(|p| !p.is_empty()) {
-        return std::path::PathBuf::from(p);
+    /// The first usable LLVM in the documented order, or a build error listing what was
+    /// found and why each was passed over.
+    fn search() -> Found {
+        let mut candidates: Vec<PathBuf> = vec![PathBuf::from("/opt/rocm/llvm/bin/llvm-config")];
+        for major in (OLDEST..=NEWEST).rev() {
+            if let Some(p) = on_path(&format!("llvm-config-{major}")) {
+                candidates.push(p);
+            }
+            candidates.push(PathBuf::from(format!(
+                "/usr/lib/llvm-{major}/bin/llvm-config"
+            )));
+        }
+        if let Some(p) = on_path("llvm-config") {
+            candidates.push(p);
+        }
+        let mut passed_over = Vec::new();
+        for config in candidates.iter().filter(|p| p.is_file()) {
+            match probe(config) {
+                Ok(found) => {
+                    for (path, why) in &passed_over {
+                        println!("cargo:warning=iris: passed over {path}: {why}");
+                    }
+                    return found;
+                }
+                Err(why) => passed_over.push((config.display().to_string(), why)),
+            }
+        }
+        let tried: Vec<String> = passed_over
+            .iter()
+            .map(|(path, why)| format!("\n  {path}: {why}"))
+            .collect();
+        panic!(
+            "iris-device: no usable LLVM found (the kernel compiler needs LLVM {OLDEST} to \
+             {NEWEST} with its shared library and ld.lld). Run scripts/setup.sh, which \
+             installs one (on Debian/Ubuntu: llvm-N and lld-N), or set IRIS_LLVM_CONFIG to an \
+             llvm-config. Looked at $IRIS_LLVM_CONFIG, /opt/rocm/llvm, llvm-config-{NEWEST} to \
+             -{OLDEST} and llvm-config.{}",
+            tried.concat()
+        );
     }
-    std::process::Command::new("llvm-config-22")
-        .arg("--prefix")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .unwrap_or_else(|| std::path::PathBuf::from("/usr/lib/llvm-22"))
+
+    /// What `config` describes, or why it cannot be used.
+    fn probe(config: &Path) -> Result<Found, String> {
+        let version = query(config, "--version")?;
+        let major: u32 = version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| format!("cannot read the version `{version}`"))?;
+        if !(OLDEST..=NEWEST).contains(&major) {
+            return Err(format!(
+                "LLVM {version}; the compiler supports {OLDEST} to {NEWEST}"
+            ));
+        }
+        let targets = query(config, "--targets-built")?;
+        let host = if cfg!(target_arch = "aarch64") {
+            "AArch64"
+        } else {
+            "X86"
+        };
+        for needed in ["AMDGPU", "NVPTX", host] {
+            if !targets.split_whitespace().any(|t| t == needed) {
+                return Err(format!(
+                    "LLVM {version} was built without the {needed} target (it has: {targets})"
+                ));
+            }
+        }
+        let libdir = PathBuf::from(query(config, "--libdir")?);
+        let library = shared_library(&libdir, major).ok_or_else(|| {
+            format!(
+                "LLVM {version} has no shared library (libLLVM.so.{major}*, libLLVM-{major}.so \
+                 or libLLVM.so) in {}",
+                libdir.display()
+            )
+        })?;
+        let bindir = PathBuf::from(query(config, "--bindir")?);
+        if !bindir.join("ld.lld").is_file() && on_path(&format!("ld.lld-{major}")).is_none() {
+            return Err(format!(
+                "LLVM {version} has no linker: no ld.lld in {} and no ld.lld-{major} on PATH \
+                 (Debian/Ubuntu: lld-{major})",
+                bindir.display()
+            ));
+        }
+        Ok(Found {
+            config: config.to_path_buf(),
+            version,
+            major,
+            library,
+            bindir,
+        })
+    }
+
+    /// The shared library in `libdir`, by the names distributions and ROCm use.
+    fn shared_library(libdir: &Path, major: u32) -> Option<PathBuf> {
+        let mut names: Vec<String> = std::fs::read_dir(libdir)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(&format!("libLLVM.so.{major}")))
+            .collect();
+        names.sort();
+        names.push(format!("libLLVM-{major}.so"));
+        names.push("libLLVM.so".to_string());
+        names
+            .into_iter()
+            .map(|n| libdir.join(n))
+            .find(|p| p.is_file())
+            .map(|p| p.canonicalize().unwrap_or(p))
+    }
+
+    fn query(config: &Path, flag: &str) -> Result<String, String> {
+        let out = Command::new(config)
+            .arg(flag)
+            .output()
+            .map_err(|e| format!("cannot run it: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("`{flag}` failed ({})", out.status));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn on_path(name: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    }
 }

@@ -8,8 +8,12 @@
 # administrator added (/usr/local/share/ca-certificates, say a proxy's) are trusted in the
 # root too, as on any machine of the same network; nothing else of this machine is.
 #
-# Usage: sudo scripts/fresh-check.sh [--cache DIR] [--recreate] [--keep]
+# Usage: sudo scripts/fresh-check.sh [--llvm 19|22] [--cache DIR] [--recreate] [--keep]
 #
+#   --llvm 22     (the default) the root's apt sources are an installed Debian 12's, whose
+#                 security archive has LLVM 22: setup.sh installs 22
+#   --llvm 19     the root's sources lack the security archive, so Debian main's LLVM 19
+#                 is the newest there: setup.sh installs 19 (no gfx950)
 #   --cache DIR   where the minimal root is kept between runs (default
 #                 /var/tmp/iris-fresh-check); each run starts from a pristine copy of it
 #                 (an overlay), so nothing of one run reaches the next
@@ -24,8 +28,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=/var/tmp/iris-fresh-check
 recreate=0
 keep=0
+llvm=22
 while (($#)); do
     case "$1" in
+    --llvm) llvm=$2; shift ;;
     --cache) cache=$2; shift ;;
     --recreate) recreate=1 ;;
     --keep) keep=1 ;;
@@ -37,6 +43,7 @@ done
 
 say() { echo "fresh-check: $*" >&2; }
 die() { say "$*"; exit 1; }
+[[ $llvm == 19 || $llvm == 22 ]] || die "--llvm takes 19 or 22"
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mount, chroot): run it with sudo"
 command -v rustc >/dev/null || die "no Rust toolchain here to mount into the root"
@@ -98,6 +105,13 @@ for fs in proc sys dev; do
     mounts+=("$root/$fs")
 done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+if [ "$llvm" = 19 ]; then
+    # Debian main only (with its updates): LLVM 19 is the newest LLVM apt can install.
+    cat >"$root/etc/apt/sources.list" <<'LIST'
+deb http://deb.debian.org/debian bookworm main
+deb http://deb.debian.org/debian bookworm-updates main
+LIST
+fi
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
     mkdir -p "$root/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
@@ -134,8 +148,10 @@ for cmd in "${commands[@]}"; do
 done
 total=$(($(date +%s) - total_start))
 
+chosen=$(grep -ho 'setup: .*LLVM [0-9][0-9.]*' "$run_dir"/command-*.log 2>/dev/null | grep -o 'LLVM [0-9][0-9.]*' | tail -1)
 echo ""
-echo "== fresh Debian 12 root, clone of $head, $(nproc) cores"
+echo "== fresh Debian 12 root (--llvm $llvm: setup chose ${chosen:-no LLVM}), clone of $head, $(nproc) cores"
+[[ ${chosen:-} == "LLVM $llvm."* ]] || { say "expected LLVM $llvm, setup chose ${chosen:-none}"; failed=$((failed + 1)); }
 printf '%s\n' "${results[@]}"
 echo "total: ${total}s ($((total / 60)) min $((total % 60)) s)"
 ((failed == 0))

@@ -1,39 +1,32 @@
 #!/usr/bin/env bash
 # Installs what building and testing iris needs on a fresh Debian 12 or Ubuntu 24.04 machine
-# that has Rust (rustup) and nothing else, and says what it installs. Safe to run again: it
-# installs only what is missing and changes nothing when everything is there.
+# that has Rust (rustup) and nothing else, and says what it found or installs. Safe to run
+# again: it installs only what is missing and changes nothing when everything is there.
 #
 # What a build needs (found by building in a minimal Debian 12 root: scripts/fresh-check.sh):
-#   llvm-22-dev, libpolly-22-dev   LLVM 22 with its static libraries: the kernel compiler
-#                                  inside the proc macro links them
-#   zlib1g-dev libzstd-dev libffi-dev libxml2-dev
-#                                  the system libraries LLVM's static libraries link against
-#   liblld-22-dev                  lld's static libraries: the compiler links AMD code
-#                                  objects and CPU shared objects with lld in its own process
-#   lld-22                         the `ld.lld` command, used when IRIS_LLD asks for it
-#   g++                            the C++ standard library (libstdc++) LLVM links against,
-#                                  and the C compiler cargo links with
+#   an LLVM 19, 20, 21 or 22 with its shared library (libLLVM.so.N) and its linker (ld.lld):
+#       the kernel compiler inside the proc macro opens the library when it runs and links
+#       code objects with ld.lld; nothing of LLVM is linked into anything
+#   a C compiler (gcc)             what cargo links with
 #   python3 python3-venv           the Python extension's tests (a venv under target/,
 #                                  filled from PyPI by iris-python/scripts/ci.sh)
 #
+# Which LLVM, first found wins (the same order iris-device's build script uses):
+#   1. $IRIS_LLVM_CONFIG, an llvm-config you name (only it is checked)
+#   2. ROCm's, /opt/rocm/llvm, when it is 19 to 22 with a shared library
+#   3. the newest installed /usr/lib/llvm-N (N = 22 down to 19) with libLLVM and ld.lld
+#   4. otherwise the newest llvm-N + lld-N (22 down to 19) the apt archive has, installed:
+#      Debian 12 has 22 in its security archive (in every installed Debian 12's sources)
+#      and 19 in main; Ubuntu 24.04 has 19 (and newer in noble-updates where present).
+# LLVM 19 builds every target but gfx950 (AMD MI350/MI355), which needs LLVM 20.
+#
 # Running programs built with iris needs none of this: no LLVM at run time, and the GPU
 # runtimes (CUDA driver, ROCm) are loaded when present.
-#
-# Debian 12 carries LLVM 22 in its security archive (bookworm-security), which every
-# installed Debian 12 has in its apt sources; a root made by debootstrap has only the main
-# archive, and this script adds the security suite when llvm-22-dev is not found otherwise.
-# Ubuntu 24.04's archive has no LLVM 22: the script stops and prints the two commands that
-# add the LLVM project's own apt repository (apt.llvm.org), which it does not run itself.
-#
-# Elsewhere: install LLVM 22 and lld 22, each with its static libraries, yourself, and point
-# the build at it with LLVM_SYS_221_PREFIX=/path/to/llvm-22 (the folder holding bin/llvm-config),
-# and IRIS_LLD=/path/to/ld.lld if ld.lld is not beside it. ROCm's own LLVM works if it is
-# version 22.
 set -euo pipefail
 
-LLVM_PACKAGES=(llvm-22-dev libpolly-22-dev liblld-22-dev lld-22 zlib1g-dev libzstd-dev libffi-dev libxml2-dev)
-BUILD_PACKAGES=(g++ python3 python3-venv)
-PREFIX="${LLVM_SYS_221_PREFIX:-/usr/lib/llvm-22}"
+OLDEST=19
+NEWEST=22
+BUILD_PACKAGES=(gcc libc6-dev python3 python3-venv)
 
 say() { echo "setup: $*"; }
 die() {
@@ -41,35 +34,81 @@ die() {
     exit 1
 }
 
-have_llvm() {
-    [ -x "$PREFIX/bin/llvm-config" ] && [ -x "$PREFIX/bin/ld.lld" ] &&
-        "$PREFIX/bin/llvm-config" --version | grep -q '^22\.' &&
-        [ -f "$PREFIX/lib/libLLVMCore.a" ] && [ -f "$PREFIX/lib/liblldELF.a" ] &&
-        [ -f "$PREFIX/include/lld/Common/Driver.h" ]
+# Why the LLVM of llvm-config $1 cannot be used (nothing printed: it can).
+unusable() {
+    local config=$1 version major libdir bindir targets
+    [ -x "$config" ] || { echo "no $config"; return; }
+    version=$("$config" --version 2>/dev/null) || { echo "$config does not run"; return; }
+    major=${version%%.*}
+    if ! [[ $major =~ ^[0-9]+$ ]] || ((major < OLDEST || major > NEWEST)); then
+        echo "LLVM $version (iris needs $OLDEST to $NEWEST)"
+        return
+    fi
+    targets=$("$config" --targets-built)
+    for t in AMDGPU NVPTX; do
+        [[ " $targets " == *" $t "* ]] || { echo "LLVM $version lacks the $t target"; return; }
+    done
+    libdir=$("$config" --libdir)
+    compgen -G "$libdir/libLLVM.so.$major*" >/dev/null || [ -f "$libdir/libLLVM-$major.so" ] ||
+        [ -f "$libdir/libLLVM.so" ] || { echo "LLVM $version has no shared library in $libdir"; return; }
+    bindir=$("$config" --bindir)
+    [ -x "$bindir/ld.lld" ] || command -v "ld.lld-$major" >/dev/null 2>&1 ||
+        { echo "LLVM $version has no ld.lld (in $bindir or ld.lld-$major on PATH)"; return; }
 }
 
-# The build tools a newcomer may lack even with LLVM present (g++'s libstdc++, the venv).
+# The llvm-config of the first usable LLVM in the order above, or nothing.
+find_llvm() {
+    if [ -n "${IRIS_LLVM_CONFIG:-}" ]; then
+        [ -z "$(unusable "$IRIS_LLVM_CONFIG")" ] && echo "$IRIS_LLVM_CONFIG"
+        return
+    fi
+    local c
+    for c in /opt/rocm/llvm/bin/llvm-config $(seq -f "/usr/lib/llvm-%g/bin/llvm-config" "$NEWEST" -1 "$OLDEST"); do
+        if [ -x "$c" ] && [ -z "$(unusable "$c")" ]; then
+            echo "$c"
+            return
+        fi
+    done
+}
+
+# What a usable LLVM builds, for the message.
+describe() {
+    local config=$1 major
+    major=$("$config" --version)
+    major=${major%%.*}
+    if ((major >= 20)); then
+        echo "LLVM $("$config" --version) ($config): every target (gfx90a, gfx942, gfx950, sm_80, sm_90, the CPU)"
+    else
+        echo "LLVM $("$config" --version) ($config): gfx90a, gfx942, sm_80, sm_90, the CPU; not gfx950 (needs LLVM 20)"
+    fi
+}
+
 have_build_tools() {
-    command -v c++ >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
-        python3 -c 'import ensurepip, venv' >/dev/null 2>&1 &&
-        echo 'int main(){}' | c++ -x c++ - -lstdc++ -o /dev/null >/dev/null 2>&1
+    command -v cc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
+        python3 -c 'import ensurepip, venv' >/dev/null 2>&1
 }
 
 if ! command -v cargo >/dev/null 2>&1; then
     die "cargo not found. Install Rust first: https://rustup.rs (then run this again)."
 fi
 
-if have_llvm && have_build_tools; then
-    say "LLVM $("$PREFIX/bin/llvm-config" --version), lld (library and command), a C++ toolchain and python3 with venv found; nothing to install"
+if [ -n "${IRIS_LLVM_CONFIG:-}" ] && [ -n "$(unusable "$IRIS_LLVM_CONFIG")" ]; then
+    die "IRIS_LLVM_CONFIG=$IRIS_LLVM_CONFIG cannot be used: $(unusable "$IRIS_LLVM_CONFIG")"
+fi
+
+config=$(find_llvm)
+if [ -n "$config" ] && have_build_tools; then
+    say "$(describe "$config"); a C compiler and python3 with venv found; nothing to install"
     exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
     cat >&2 <<MSG
 setup: this is not a Debian/Ubuntu system; install yourself:
-  - LLVM 22 and lld 22, each with its static libraries, then build with
-    LLVM_SYS_221_PREFIX=/path/to/llvm-22 (found now: $(have_llvm && echo yes || echo no))
-  - a C++ compiler with its standard library (g++), python3 with the venv module
+  - an LLVM $OLDEST to $NEWEST with its shared library (libLLVM.so.N) and lld, and point the
+    build at its llvm-config with IRIS_LLVM_CONFIG=/path/to/llvm-config if it is not in
+    /usr/lib/llvm-N or /opt/rocm/llvm (found now: ${config:-none})
+  - a C compiler (gcc), python3 with the venv module
 MSG
     exit 1
 fi
@@ -95,36 +134,37 @@ missing() {
 say "updating the package lists ($distro)"
 "${SUDO[@]}" apt-get update -q
 
-if ! apt-cache show llvm-22-dev >/dev/null 2>&1; then
-    if [ "${ID:-}" = debian ] && [ "${VERSION_CODENAME:-}" = bookworm ]; then
-        list=/etc/apt/sources.list.d/debian-security-bookworm.list
-        say "llvm-22-dev is in Debian 12's security archive, missing from the apt sources: adding $list"
-        echo "deb http://deb.debian.org/debian-security bookworm-security main" |
-            "${SUDO[@]}" tee "$list" >/dev/null
-        "${SUDO[@]}" apt-get update -q
-    fi
-fi
-if ! apt-cache show llvm-22-dev >/dev/null 2>&1; then
-    codename=${VERSION_CODENAME:-$(. /etc/os-release && echo "${UBUNTU_CODENAME:-}")}
-    cat >&2 <<MSG
-setup: this distribution's archive ($distro) has no llvm-22-dev.
+todo=()
+if [ -z "$config" ]; then
+    for major in $(seq "$NEWEST" -1 "$OLDEST"); do
+        if apt-cache show "llvm-$major" >/dev/null 2>&1 && apt-cache show "lld-$major" >/dev/null 2>&1; then
+            say "no usable LLVM installed; installing LLVM $major from the archive (llvm-$major, lld-$major)"
+            todo+=("llvm-$major" "lld-$major")
+            break
+        fi
+    done
+    if [ "${#todo[@]}" -eq 0 ]; then
+        codename=${VERSION_CODENAME:-${UBUNTU_CODENAME:-}}
+        cat >&2 <<MSG
+setup: this distribution's archive ($distro) has no LLVM $OLDEST to $NEWEST (llvm-N with lld-N).
 Add the LLVM project's apt repository for your release, then run this script again:
 
     curl -fsSL https://apt.llvm.org/llvm-snapshot.gpg.key | sudo tee /etc/apt/trusted.gpg.d/apt.llvm.org.asc
-    echo "deb http://apt.llvm.org/${codename:-<codename>}/ llvm-toolchain-${codename:-<codename>}-22 main" | sudo tee /etc/apt/sources.list.d/llvm-22.list
+    echo "deb http://apt.llvm.org/${codename:-<codename>}/ llvm-toolchain-${codename:-<codename>}-$NEWEST main" | sudo tee /etc/apt/sources.list.d/llvm-$NEWEST.list
 
-(apt.llvm.org's llvm.sh script, with the argument 22, does the same.) Or install LLVM 22
-another way and set LLVM_SYS_221_PREFIX.
+(apt.llvm.org's llvm.sh script, with the argument $NEWEST, does the same.) Or install an LLVM
+$OLDEST to $NEWEST another way and set IRIS_LLVM_CONFIG to its llvm-config.
 MSG
-    exit 1
+        exit 1
+    fi
 fi
-
-mapfile -t todo < <(missing "${LLVM_PACKAGES[@]}" "${BUILD_PACKAGES[@]}")
+mapfile -t -O "${#todo[@]}" todo < <(missing "${BUILD_PACKAGES[@]}")
 if [ "${#todo[@]}" -gt 0 ]; then
     say "installing ${todo[*]}"
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${todo[@]}"
 fi
 
-have_llvm || die "installed, but LLVM 22 is still not usable in $PREFIX"
-have_build_tools || die "installed, but the C++ toolchain or python3's venv is still not usable"
-say "LLVM $("$PREFIX/bin/llvm-config" --version) ready in $PREFIX; g++, python3 and venv ready"
+config=$(find_llvm)
+[ -n "$config" ] || die "installed, but no usable LLVM was found (see the list at the top of this script)"
+have_build_tools || die "installed, but the C compiler or python3's venv is still not usable"
+say "$(describe "$config") ready; gcc, python3 and venv ready"

@@ -222,7 +222,7 @@ fn only_the_driver_calls_foreign_code() {
             root().join(krate).join("src")
         };
         for file in sources(&dir) {
-            // The compiler calls its toolchain (LLVM through llvm-sys, lld through a shim),
+            // The compiler calls its toolchain (LLVM's shared library, the ld.lld command),
             // at build time only: that is not the device runtime.
             if file.starts_with(root().join("iris-device/src/compiler")) {
                 continue;

@@ -144,12 +144,31 @@ pub struct KernelUnit {
     pub kernels: &'static [KernelSpec],
     /// One code object per compiled target.
     pub code_objects: &'static [CodeObject],
+    /// Targets asked for that the compiler's LLVM could not build, with the reason.
+    pub left_out: &'static [LeftOut],
+}
+
+/// A target a kernel unit has no code object for because the compiler could not build it.
+#[derive(Clone, Copy, Debug)]
+pub struct LeftOut {
+    /// The target's name (`gfx950`).
+    pub target: &'static str,
+    /// Why.
+    pub reason: &'static str,
 }
 
 impl KernelUnit {
     /// The code objects of one device family.
     pub fn objects_of(&self, kind: TargetKind) -> impl Iterator<Item = &CodeObject> {
         self.code_objects.iter().filter(move |o| o.kind == kind)
+    }
+
+    /// Why the unit has no code object for `target`, when the compiler left it out.
+    pub fn left_out_reason(&self, target: &str) -> Option<&'static str> {
+        self.left_out
+            .iter()
+            .find(|l| l.target == target)
+            .map(|l| l.reason)
     }
 
     /// The names of all targets the unit was compiled for, for error messages.

@@ -494,5 +494,6 @@ pub fn select_code_object(
             kind,
             device_target: device_target.to_string(),
             available: unit.target_names(),
+            left_out: unit.left_out_reason(device_target),
         })
 }

@@ -93,8 +93,9 @@ pub enum Error {
 
     /// A kernel unit carries no code object the device can load.
     #[error(
-        "kernel unit `{unit}` has no code object for {kind:?} target `{device_target}`; it was compiled for: {}",
-        if available.is_empty() { "no target".to_string() } else { available.join(", ") }
+        "kernel unit `{unit}` has no code object for {kind:?} target `{device_target}`; it was compiled for: {}{}",
+        if available.is_empty() { "no target".to_string() } else { available.join(", ") },
+        left_out.map(|why| format!(" ({device_target} was left out: {why})")).unwrap_or_default()
     )]
     NoCodeObject {
         /// The unit's id.
@@ -105,6 +106,8 @@ pub enum Error {
         device_target: String,
         /// The targets the unit was compiled for.
         available: Vec<&'static str>,
+        /// Why the compiler left the device's target out, when it did.
+        left_out: Option<&'static str>,
     },
 
     /// A code object was found but could not be loaded.

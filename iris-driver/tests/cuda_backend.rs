@@ -145,6 +145,7 @@ const KERNELS: &[KernelSpec] = &[
 static UNIT: KernelUnit = KernelUnit {
     id: "cuda_backend::hand_written",
     kernels: KERNELS,
+    left_out: &[],
     code_objects: &[
         CodeObject {
             target: "sm_80",
@@ -167,6 +168,7 @@ static UNIT: KernelUnit = KernelUnit {
 static FUTURE_ONLY: KernelUnit = KernelUnit {
     id: "cuda_backend::future_only",
     kernels: KERNELS,
+    left_out: &[],
     code_objects: &[CodeObject {
         target: "sm_999",
         kind: TargetKind::Nvptx,
@@ -177,6 +179,7 @@ static FUTURE_ONLY: KernelUnit = KernelUnit {
 static BROKEN: KernelUnit = KernelUnit {
     id: "cuda_backend::broken",
     kernels: KERNELS,
+    left_out: &[],
     code_objects: &[CodeObject {
         target: "sm_80",
         kind: TargetKind::Nvptx,

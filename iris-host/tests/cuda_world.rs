@@ -109,6 +109,7 @@ static UNIT: KernelUnit = KernelUnit {
         peer_checks: false,
         signal_waits: false,
     }],
+    left_out: &[],
     code_objects: &[CodeObject {
         target: "sm_80",
         kind: TargetKind::Nvptx,

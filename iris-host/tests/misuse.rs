@@ -349,6 +349,7 @@ fn unit_with(id: &'static str, objects: Vec<CodeObject>) -> &'static KernelUnit 
     Box::leak(Box::new(KernelUnit {
         id,
         kernels: Box::leak(specs().into_boxed_slice()),
+        left_out: &[],
         code_objects: Box::leak(objects.into_boxed_slice()),
     }))
 }

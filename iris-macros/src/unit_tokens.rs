@@ -65,12 +65,17 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
         let lit = Literal::byte_string(bytes);
         quote!(#abi::CodeObject { target: #name, kind: #kind, bytes: #lit })
     });
+    let left_out = unit.left_out.iter().map(|(target, reason)| {
+        let target = target.name();
+        quote!(#abi::LeftOut { target: #target, reason: #reason })
+    });
     let name = proc_macro2::Ident::new(name, proc_macro2::Span::call_site());
     quote! {
         pub static #name: #abi::KernelUnit = #abi::KernelUnit {
             id: ::core::concat!(::core::module_path!(), "::", #id),
             kernels: &[#(#kernels),*],
             code_objects: &[#(#objects),*],
+            left_out: &[#(#left_out),*],
         };
         #[#abi::__linkme::distributed_slice(#abi::KERNEL_UNITS)]
         #[linkme(crate = #abi::__linkme)]

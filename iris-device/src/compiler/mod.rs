@@ -2,7 +2,7 @@
 //!
 //! - [`frontend`]: `syn` items to a checked [`kernel_ir::Unit`], errors with spans.
 //! - [`kernel_ir`]: the typed tree.
-//! - [`llvm`]: kernel IR to LLVM IR text per target, then LLVM 22 (optimise, emit).
+//! - [`llvm`]: kernel IR to LLVM IR text per target, then LLVM 19 to 22 (optimise, emit).
 //! - [`code_object`]: object files to loadable code objects (`ld.lld -shared`).
 //!
 //! [`compile_unit`] runs the whole pipeline for every target in `IRIS_TARGETS`.
@@ -17,7 +17,7 @@ mod targets;
 
 pub use abi_facts::{kernel_facts, KernelFacts, MAX_BLOCK_THREADS};
 pub use diagnostics::CompileError;
-pub use targets::{targets_from_env, Target, ALL_TARGETS};
+pub use targets::{buildable, targets_from_env, Target, ALL_TARGETS};
 
 use std::path::PathBuf;
 
@@ -28,6 +28,8 @@ pub struct CompiledUnit {
     pub ir: kernel_ir::Unit,
     /// One code object per target, in the order of the targets asked for.
     pub objects: Vec<(Target, Vec<u8>)>,
+    /// The targets asked for that the build's LLVM cannot compile, each with the reason.
+    pub left_out: Vec<(Target, &'static str)>,
 }
 
 /// Compiles checked kernel IR for each target: lower, optimise, emit, link.
@@ -44,7 +46,12 @@ pub fn compile_ir(
     // LLVM and the linker are the cost, and run for every target at once.
     let mut lowered = Vec::with_capacity(targets.len());
     let warpgroup = ir.functions.iter().any(|f| f.uses_warpgroup_mma);
+    let mut left_out = Vec::new();
     for target in targets.iter().map(|t| t.for_unit(warpgroup)) {
+        if let Some(reason) = target.left_out_by_llvm() {
+            left_out.push((target, reason));
+            continue;
+        }
         let text = llvm::lower_unit(&ir, target).map_err(|e| CompileError::new(span, e))?;
         lowered.push((target, text));
     }
@@ -75,7 +82,11 @@ pub fn compile_ir(
         .into_iter()
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| CompileError::new(span, e))?;
-    Ok(CompiledUnit { ir, objects })
+    Ok(CompiledUnit {
+        ir,
+        objects,
+        left_out,
+    })
 }
 
 /// Parses, checks and compiles Rust functions as one unit.

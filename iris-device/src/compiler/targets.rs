@@ -98,12 +98,37 @@ impl Target {
         }
     }
 
+    /// Why the LLVM the build found cannot compile for this target, if it cannot: gfx950
+    /// needs LLVM 20 (LLVM 19 does not know the processor and aborts in instruction
+    /// selection).
+    pub fn left_out_by_llvm(self) -> Option<&'static str> {
+        match self {
+            Target::Gfx950 if crate::compiler::llvm::LLVM_MAJOR < 20 => Some(concat!(
+                "the kernel compiler's LLVM (",
+                env!("IRIS_LLVM_VERSION"),
+                ") cannot build gfx950; LLVM 20 and newer can (rebuild with IRIS_LLVM_CONFIG \
+                 naming one)"
+            )),
+            _ => None,
+        }
+    }
+
     /// Parses one target name.
     pub fn from_name(name: &str) -> Option<Target> {
         ALL_TARGETS
             .into_iter()
             .find(|t| t.name() == name || (name == "cpu" && *t == Target::Cpu))
     }
+}
+
+/// The targets of `targets` the LLVM the build found can compile (all but those
+/// [`Target::left_out_by_llvm`] names), in order.
+pub fn buildable(targets: &[Target]) -> Vec<Target> {
+    targets
+        .iter()
+        .copied()
+        .filter(|t| t.left_out_by_llvm().is_none())
+        .collect()
 }
 
 /// The triple of the machine the compiler runs on, which the CPU backend runs on too.

@@ -6,7 +6,7 @@ use crate::common::tools::*;
 use crate::cpu_run::cpu_module;
 use crate::source::unit_from_source;
 use iris_device::abi::TargetKind;
-use iris_device::compiler::ALL_TARGETS;
+use iris_device::compiler::{buildable, ALL_TARGETS};
 use std::ffi::c_void;
 
 /// Each thread keeps 8 partial dot products over `k` rounds, then sums them; a generic
@@ -67,7 +67,7 @@ pub fn transpose4(x: *const u32, out: *mut u32) {
 #[test]
 fn eight_accumulators_stay_in_registers_on_every_gpu() {
     let unit = unit_from_source("accumulators", ACCUMULATORS);
-    for target in ALL_TARGETS {
+    for target in buildable(&ALL_TARGETS) {
         let out = compile(&unit, target);
         match target.kind() {
             TargetKind::Nvptx => {
@@ -183,7 +183,7 @@ pub fn scale_chunks<T: Element, const L: usize>(x: *const [T; L], out: *mut [T; 
 #[test]
 fn arrays_in_memory_move_as_one_vector_access() {
     let unit = unit_from_source("chunks", CHUNKS);
-    for target in ALL_TARGETS {
+    for target in buildable(&ALL_TARGETS) {
         let out = compile(&unit, target);
         match target.kind() {
             TargetKind::Nvptx => {

@@ -6,7 +6,7 @@
 use crate::common::tools::*;
 use crate::source::unit_from_source;
 use iris_device::abi::TargetKind;
-use iris_device::compiler::{Target, ALL_TARGETS};
+use iris_device::compiler::{buildable, Target, ALL_TARGETS};
 
 /// One batch of 32 rows of 32 bytes through shared memory.
 const ROWS: &str = r#"
@@ -36,7 +36,7 @@ pub fn rows(src: *const u32, out: *mut u32) {
 #[test]
 fn bulk_copies_use_the_copy_engine_on_hopper_only() {
     let unit = unit_from_source("rows", ROWS);
-    for target in ALL_TARGETS {
+    for target in buildable(&ALL_TARGETS) {
         let out = compile(&unit, target);
         let name = target.name();
         match target.kind() {
@@ -101,7 +101,7 @@ pub fn tile(map: *const u64, c: *mut f32) {
 #[test]
 fn tile_copies_use_the_tensor_copy_engine_on_hopper_and_swizzled_loads_use_ldmatrix() {
     let unit = unit_from_source("tile", TILE);
-    for target in ALL_TARGETS {
+    for target in buildable(&ALL_TARGETS) {
         let out = compile(&unit, target);
         let name = target.name();
         match target.kind() {
@@ -122,6 +122,10 @@ fn tile_copies_use_the_tensor_copy_engine_on_hopper_and_swizzled_loads_use_ldmat
                     assert!(ptx.contains(want), "{name}: no `{want}`\n{ptx}");
                 }
                 for unwanted in ["isspacep", "ld.shared.b16", "ld.shared.u16"] {
+                    // Before LLVM 22 the shared-memory test and its element path stay.
+                    if !nvptx_like_llvm22() {
+                        continue;
+                    }
                     assert!(!ptx.contains(unwanted), "{name}: `{unwanted}`\n{ptx}");
                 }
             }

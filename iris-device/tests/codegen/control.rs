@@ -6,7 +6,7 @@ use crate::common::cpu::*;
 use crate::common::ir::*;
 use crate::common::tools::*;
 use iris_device::compiler::kernel_ir::*;
-use iris_device::compiler::{Target, ALL_TARGETS};
+use iris_device::compiler::{buildable, Target, ALL_TARGETS};
 
 fn store_at(out: &Expr, k: i128, v: Expr) -> Stmt {
     s(assign(
@@ -142,7 +142,7 @@ fn endless() -> Unit {
 #[test]
 fn diverging_control_flow_is_valid_everywhere() {
     for unit in [diverging(), endless()] {
-        for &target in &ALL_TARGETS {
+        for &target in &buildable(&ALL_TARGETS) {
             compile(&unit, target);
         }
     }

@@ -6,7 +6,7 @@
 use crate::common::tools::*;
 use iris_device::compiler::frontend::{build_unit_in_module, SourceFn};
 use iris_device::compiler::kernel_ir::Unit;
-use iris_device::compiler::Target;
+use iris_device::compiler::{buildable, Target};
 
 const BY_VALUE: &str = r#"
 #[derive(Clone, Copy)]
@@ -75,7 +75,7 @@ fn ptx_takes_each_struct_as_one_aligned_param() {
 #[test]
 fn amdgpu_takes_each_struct_as_one_argument() {
     let unit = unit();
-    for target in [Target::Gfx90a, Target::Gfx942, Target::Gfx950] {
+    for target in buildable(&[Target::Gfx90a, Target::Gfx942, Target::Gfx950]) {
         let out = compile(&unit, target);
         let notes = notes(&out.object);
         assert_eq!(

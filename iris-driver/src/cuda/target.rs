@@ -45,6 +45,7 @@ pub fn select_ptx(
             kind: TargetKind::Nvptx,
             device_target: device_target(major, minor),
             available: unit.target_names(),
+            left_out: unit.left_out_reason(&device_target(major, minor)),
         })
 }
 
@@ -65,6 +66,7 @@ mod tests {
             id: "tests::unit",
             kernels: &[],
             code_objects,
+            left_out: &[],
         }
     }
 

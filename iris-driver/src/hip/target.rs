@@ -24,6 +24,7 @@ pub fn select_hsaco(unit: &'static KernelUnit, gcn_arch_name: &str) -> Result<&'
             kind: TargetKind::Amdgpu,
             device_target: wanted.to_string(),
             available: unit.target_names(),
+            left_out: unit.left_out_reason(wanted),
         })
 }
 
@@ -42,6 +43,7 @@ mod tests {
     static UNIT: KernelUnit = KernelUnit {
         id: "tests::unit",
         kernels: &[],
+        left_out: &[],
         code_objects: &[
             amd("gfx90a"),
             amd("gfx942"),
@@ -81,6 +83,34 @@ mod tests {
         assert!(err.contains("`gfx1100`"), "{err}");
         assert!(err.contains("tests::unit"), "{err}");
         assert!(err.contains("gfx90a, gfx942, gfx950, sm_90"), "{err}");
+    }
+
+    #[test]
+    fn a_target_the_compiler_left_out_says_why() {
+        static OLD_LLVM: KernelUnit = KernelUnit {
+            id: "tests::old_llvm",
+            kernels: &[],
+            code_objects: &[amd("gfx90a"), amd("gfx942")],
+            left_out: &[iris_device::abi::LeftOut {
+                target: "gfx950",
+                reason: "the kernel compiler's LLVM (19.1.7) cannot build gfx950",
+            }],
+        };
+        let err = select_hsaco(&OLD_LLVM, "gfx950:sramecc+:xnack-")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("compiled for: gfx90a, gfx942"), "{err}");
+        assert!(
+            err.contains(
+                "(gfx950 was left out: the kernel compiler's LLVM (19.1.7) cannot build gfx950)"
+            ),
+            "{err}"
+        );
+        let other = select_hsaco(&OLD_LLVM, "gfx1100")
+            .err()
+            .map(|e| e.to_string());
+        assert!(!other.unwrap_or_default().contains("left out"));
     }
 
     #[test]

@@ -268,6 +268,7 @@ mod tests {
         Box::leak(Box::new(KernelUnit {
             id: "args_tests",
             kernels: Box::leak(kernels.into_boxed_slice()),
+            left_out: &[],
             code_objects: &[],
         }))
     }

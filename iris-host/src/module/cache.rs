@@ -181,6 +181,7 @@ mod tests {
     static EMPTY: KernelUnit = KernelUnit {
         id: "cache_tests::empty",
         kernels: &[],
+        left_out: &[],
         code_objects: &[],
     };
 

@@ -224,6 +224,7 @@ mod tests {
     static EMPTY_UNIT: iris_device::abi::KernelUnit = iris_device::abi::KernelUnit {
         id: "empty",
         kernels: &[],
+        left_out: &[],
         code_objects: &[],
     };
 }

@@ -171,6 +171,7 @@ pub fn unit() -> &'static KernelUnit {
         Box::leak(Box::new(KernelUnit {
             id: "iris_host_tests::kernels",
             kernels: leak(specs()),
+            left_out: &[],
             code_objects: leak(vec![
                 CodeObject {
                     target: "sm_90",
@@ -192,6 +193,7 @@ pub fn gpu_only_unit() -> &'static KernelUnit {
     Box::leak(Box::new(KernelUnit {
         id: "iris_host_tests::gpu_only",
         kernels: leak(specs()),
+        left_out: &[],
         code_objects: leak(vec![
             CodeObject {
                 target: "gfx942",

@@ -219,7 +219,14 @@ impl PyContext {
             sync,
             on_torch_stream,
         };
-        self.matmul(py, Matmul::ReduceScatter, [a, b], [staging, c], shape, order)
+        self.matmul(
+            py,
+            Matmul::ReduceScatter,
+            [a, b],
+            [staging, c],
+            shape,
+            order,
+        )
     }
 
     /// GEMM then all-reduce, fused (iris.ccl): as `matmul_reduce_scatter`, each sum

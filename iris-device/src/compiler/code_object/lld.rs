@@ -1,13 +1,17 @@
-//! Linking with `ld.lld` (in this process, or the command), with temporary files that
-//! clean up after themselves.
+//! Linking with the `ld.lld` command of the LLVM the build found, with temporary files
+//! that clean up after themselves.
+//!
+//! lld has no C API: running it in this process would need its C++ libraries linked into
+//! the proc macro, and with them LLVM's, which the macro no longer links (it opens LLVM's
+//! shared library). A link costs a process start (about 25 ms of a 40 ms AMD or CPU
+//! compilation; NVIDIA's PTX needs no link).
 
-use super::lld_library::Outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Where `ld.lld` is looked for, in order: `$IRIS_LLD`, `ld.lld-22` on `PATH`,
-/// `/usr/lib/llvm-22/bin/ld.lld`, `ld.lld` on `PATH`.
+/// Where `ld.lld` is looked for, in order: `$IRIS_LLD`, the `bin` folder of the LLVM the
+/// build found (`llvm-config --bindir`), `ld.lld-<major>` on `PATH`, `ld.lld` on `PATH`.
 pub fn find_lld() -> Result<PathBuf, String> {
     find_lld_with(std::env::var_os("IRIS_LLD"))
 }
@@ -24,22 +28,23 @@ fn find_lld_with(iris_lld: Option<std::ffi::OsString>) -> Result<PathBuf, String
             ))
         };
     }
-    if let Some(p) = on_path("ld.lld-22") {
-        return Ok(p);
+    let beside = Path::new(env!("IRIS_LLVM_BINDIR")).join("ld.lld");
+    if beside.is_file() {
+        return Ok(beside);
     }
-    let fixed = Path::new("/usr/lib/llvm-22/bin/ld.lld");
-    if fixed.is_file() {
-        return Ok(fixed.to_path_buf());
+    let major = crate::compiler::llvm::LLVM_MAJOR;
+    if let Some(p) = on_path(&format!("ld.lld-{major}")) {
+        return Ok(p);
     }
     if let Some(p) = on_path("ld.lld") {
         return Ok(p);
     }
-    Err(
-        "no LLVM linker found: looked for $IRIS_LLD, `ld.lld-22` on PATH, \
-         /usr/lib/llvm-22/bin/ld.lld and `ld.lld` on PATH; install it with \
-         `apt-get install lld-22` (or set IRIS_LLD to an ld.lld)"
-            .to_string(),
-    )
+    Err(format!(
+        "no LLVM linker found: looked for $IRIS_LLD, {}, `ld.lld-{major}` and `ld.lld` on \
+         PATH; install lld of the same LLVM (`apt-get install lld-{major}`, or run \
+         scripts/setup.sh), or set IRIS_LLD to an ld.lld",
+        beside.display()
+    ))
 }
 
 fn on_path(name: &str) -> Option<PathBuf> {
@@ -68,17 +73,8 @@ impl Drop for TempFile {
     }
 }
 
-/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments: in
-/// this process (lld as a library), or with the `ld.lld` command when `IRIS_LLD` names one
-/// or lld cannot run in this process.
+/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments.
 pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, String> {
-    let command = std::env::var_os("IRIS_LLD").is_some_and(|p| !p.is_empty());
-    link_shared_by(object, extra, command)
-}
-
-/// [`link_shared`] in this process, or with the `ld.lld` command when `command` (or when
-/// lld cannot run in this process).
-fn link_shared_by(object: &[u8], extra: &[&str], command: bool) -> Result<Vec<u8>, String> {
     let input = TempFile::new("o");
     let output = TempFile::new("so");
     std::fs::write(&input.0, object)
@@ -88,17 +84,6 @@ fn link_shared_by(object: &[u8], extra: &[&str], command: bool) -> Result<Vec<u8
     args.push("-o".into());
     args.push(output.0.display().to_string());
     args.push(input.0.display().to_string());
-    if !command {
-        match super::lld_library::link(&args) {
-            Outcome::Linked => return read_output(&output),
-            Outcome::Failed(messages) => {
-                return Err(format!(
-                    "ld.lld -shared failed (lld in this process): {messages}"
-                ))
-            }
-            Outcome::Unavailable => {}
-        }
-    }
     run_command(&args)?;
     read_output(&output)
 }
@@ -133,7 +118,7 @@ mod tests {
     fn iris_lld_must_name_a_file() {
         let err = find_lld_with(Some("/nonexistent/ld.lld".into())).unwrap_err();
         assert!(err.contains("IRIS_LLD"), "{err}");
-        // Unset or empty: the usual places (lld-22 is installed where tests run).
+        // Unset or empty: the usual places (the build's LLVM has its lld where tests run).
         assert!(find_lld_with(None).is_ok());
         assert!(find_lld_with(Some("".into())).is_ok());
     }
@@ -144,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn in_process_and_command_links_give_the_same_code_object() {
+    fn links_amd_and_cpu_objects_and_reports_a_link_error() {
         use crate::compiler::Target;
         let amd = object(
             Target::Gfx942,
@@ -155,27 +140,18 @@ mod tests {
             "define void @k(ptr %p) {\n  store i32 7, ptr %p\n  ret void\n}\n",
         );
         for (obj, extra) in [(&amd, &[][..]), (&cpu, &["--no-undefined"][..])] {
-            let here = link_shared_by(obj, extra, false).expect("in process");
-            let there = link_shared_by(obj, extra, true).expect("command");
-            assert!(here.starts_with(b"\x7fELF"));
-            assert_eq!(here, there, "lld in process and `ld.lld` differ");
+            let linked = link_shared(obj, extra).expect("link");
+            assert!(linked.starts_with(b"\x7fELF"));
         }
-    }
-
-    #[test]
-    fn an_in_process_link_error_is_reported_and_the_next_link_works() {
-        use crate::compiler::Target;
         let needs = object(
             Target::Cpu,
             "declare void @missing()\ndefine void @k() {\n  call void @missing()\n  ret void\n}\n",
         );
-        let err = link_shared_by(&needs, &["--no-undefined"], false).unwrap_err();
+        let err = link_shared(&needs, &["--no-undefined"]).unwrap_err();
         assert!(
             err.contains("undefined symbol") && err.contains("missing"),
             "{err}"
         );
-        let fine = object(Target::Cpu, "define void @k() {\n  ret void\n}\n");
-        assert!(link_shared_by(&fine, &["--no-undefined"], false).is_ok());
     }
 
     #[test]

@@ -56,11 +56,20 @@ pub fn compile(unit: &Unit, target: Target) -> Out {
     out
 }
 
+/// Whether the NVIDIA code is LLVM 22's, which the instruction-level checks describe.
+/// Older LLVMs (19 to 21) give correct code with known differences, which the tests
+/// check instead where they matter: ordered atomics as relaxed ones between fences
+/// (`ld.volatile` / `st.volatile` with `fence.acq_rel`), and shared-memory tests on
+/// pointers LLVM 22 can trace left in place (their fallback paths stay, untaken).
+pub fn nvptx_like_llvm22() -> bool {
+    llvm::LLVM_MAJOR >= 22
+}
+
 /// Compiles for every target.
 pub fn compile_all(unit: &Unit) -> Vec<Out> {
-    iris_device::compiler::ALL_TARGETS
-        .iter()
-        .map(|&t| compile(unit, t))
+    iris_device::compiler::buildable(&iris_device::compiler::ALL_TARGETS)
+        .into_iter()
+        .map(|t| compile(unit, t))
         .collect()
 }
 

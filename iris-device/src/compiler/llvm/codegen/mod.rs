@@ -1,31 +1,23 @@
-//! LLVM IR text -> optimised module -> object bytes (or PTX text), through llvm-sys.
+//! LLVM IR text -> optimised module -> object bytes (or PTX text), through LLVM's C API
+//! (the shared library of the LLVM the build found: `api`).
 //!
 //! Per call: a fresh context, the IR parsed and verified (a verifier failure is a compiler
 //! bug and comes back with the IR), a target machine for the target's triple and
 //! processor (position-independent, `-O3`), `default<O3>`, then emission. With a dump
 //! directory, the IR before and after optimisation and the assembly are written there.
 
+mod api;
 mod dump;
 mod ffi;
 
+pub use api::{LIBRARY as LLVM_LIBRARY, MAJOR as LLVM_MAJOR, VERSION as LLVM_VERSION};
+
 use super::super::Target;
 use crate::abi::TargetKind;
+use api::Llvm;
 use dump::Dumper;
 use ffi::{cstring, take_message, Context, MemoryBuffer, Module, PassOptions, TargetMachine};
-use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
-use llvm_sys::core::{
-    LLVMCloneModule, LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMPrintModuleToString,
-};
-use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMGetErrorMessage};
-use llvm_sys::ir_reader::LLVMParseIRInContext2;
-use llvm_sys::target::{LLVMDisposeTargetData, LLVMSetModuleDataLayout};
-use llvm_sys::target_machine::{
-    LLVMCodeGenFileType, LLVMCodeGenOptLevel, LLVMCodeModel, LLVMCreateTargetDataLayout,
-    LLVMCreateTargetMachine, LLVMGetTargetFromTriple, LLVMRelocMode,
-    LLVMTargetMachineEmitToMemoryBuffer, LLVMTargetRef,
-};
-use llvm_sys::transforms::pass_builder::LLVMRunPasses;
-use std::ffi::CStr;
+use std::ffi::{c_int, CStr};
 use std::path::Path;
 use std::ptr;
 
@@ -42,17 +34,21 @@ pub fn codegen(
     unit_name: &str,
     dump: Option<&Path>,
 ) -> Result<Emitted, String> {
-    ffi::init_targets();
+    if let Some(why) = target.left_out_by_llvm() {
+        // LLVM would abort the process (instruction selection), not return an error.
+        return Err(why.to_string());
+    }
+    let llvm = api::llvm()?;
     let dumper = dump
         .map(|dir| Dumper::new(dir, unit_name, target))
         .transpose()?;
     if let Some(d) = &dumper {
         d.write("ll", ir.as_bytes())?;
     }
-    let ctx = Context::new();
+    let ctx = Context::new(llvm);
     let module = parse(&ctx, ir)?;
     verify(&module, ir)?;
-    let tm = target_machine(target)?;
+    let tm = target_machine(llvm, target)?;
     set_data_layout(&module, &tm);
     optimise(&module, &tm)?;
     if let Some(d) = &dumper {
@@ -60,7 +56,7 @@ pub fn codegen(
     }
     match target.kind() {
         TargetKind::Nvptx => {
-            let ptx = emit(&tm, &module, LLVMCodeGenFileType::LLVMAssemblyFile)?;
+            let ptx = emit(&tm, &module, api::ASSEMBLY_FILE)?;
             if let Some(d) = &dumper {
                 d.write("s", &ptx)?;
             }
@@ -70,11 +66,11 @@ pub fn codegen(
             if let Some(d) = &dumper {
                 // Code generation changes the module: the assembly comes from a copy.
                 // SAFETY: cloning a live module into the same context.
-                let copy = Module(unsafe { LLVMCloneModule(module.0) });
-                let asm = emit(&tm, &copy, LLVMCodeGenFileType::LLVMAssemblyFile)?;
+                let copy = Module(llvm, unsafe { (llvm.LLVMCloneModule)(module.1) });
+                let asm = emit(&tm, &copy, api::ASSEMBLY_FILE)?;
                 d.write("s", &asm)?;
             }
-            emit(&tm, &module, LLVMCodeGenFileType::LLVMObjectFile)
+            emit(&tm, &module, api::OBJECT_FILE)
         }
     }
 }
@@ -82,53 +78,57 @@ pub fn codegen(
 /// The data layout string LLVM's target machine for `target` uses (for tests that check
 /// the lowering's layouts).
 pub fn target_data_layout(target: Target) -> Result<String, String> {
-    ffi::init_targets();
-    let tm = target_machine(target)?;
+    let llvm = api::llvm()?;
+    let tm = target_machine(llvm, target)?;
     // SAFETY: the target machine is alive; the layout and its string are released here.
     unsafe {
-        let td = LLVMCreateTargetDataLayout(tm.0);
-        let s = llvm_sys::target::LLVMCopyStringRepOfTargetData(td);
-        LLVMDisposeTargetData(td);
-        Ok(take_message(s))
+        let td = (llvm.LLVMCreateTargetDataLayout)(tm.1);
+        let s = (llvm.LLVMCopyStringRepOfTargetData)(td);
+        (llvm.LLVMDisposeTargetData)(td);
+        Ok(take_message(llvm, s))
     }
 }
 
 fn parse(ctx: &Context, ir: &str) -> Result<Module, String> {
+    let llvm = ctx.0;
     let name = cstring("iris", "buffer name")?;
-    // SAFETY: the buffer copies `ir` and is released on return (the parser does not take
-    // it); the message is released by take_message.
+    // SAFETY: the buffer copies `ir`; LLVMParseIRInContext2 leaves it to us (released on
+    // return), LLVMParseIRInContext (before LLVM 21) takes it; the message is released by
+    // take_message.
     unsafe {
-        let buf = MemoryBuffer(LLVMCreateMemoryBufferWithMemoryRangeCopy(
-            ir.as_ptr().cast(),
-            ir.len(),
-            name.as_ptr(),
-        ));
+        let buf = MemoryBuffer(
+            llvm,
+            (llvm.LLVMCreateMemoryBufferWithMemoryRangeCopy)(
+                ir.as_ptr().cast(),
+                ir.len(),
+                name.as_ptr(),
+            ),
+        );
         let mut module = ptr::null_mut();
         let mut msg = ptr::null_mut();
-        if LLVMParseIRInContext2(ctx.0, buf.0, &mut module, &mut msg) != 0 {
-            let text = take_message(msg);
+        let failed = match llvm.LLVMParseIRInContext2 {
+            Some(parse2) => parse2(ctx.1, buf.1, &mut module, &mut msg),
+            None => (llvm.LLVMParseIRInContext)(ctx.1, buf.hand_over(), &mut module, &mut msg),
+        };
+        if failed != 0 {
+            let text = take_message(llvm, msg);
             return Err(format!(
                 "LLVM could not parse the generated IR (a compiler bug): {text}\n{}",
                 numbered(ir)
             ));
         }
-        take_message(msg);
-        Ok(Module(module))
+        take_message(llvm, msg);
+        Ok(Module(llvm, module))
     }
 }
 
 fn verify(module: &Module, ir: &str) -> Result<(), String> {
     let mut msg = ptr::null_mut();
+    let llvm = module.0;
     // SAFETY: the module is alive; the message is released by take_message.
-    let failed = unsafe {
-        LLVMVerifyModule(
-            module.0,
-            LLVMVerifierFailureAction::LLVMReturnStatusAction,
-            &mut msg,
-        )
-    } != 0;
+    let failed = unsafe { (llvm.LLVMVerifyModule)(module.1, api::RETURN_STATUS, &mut msg) } != 0;
     // SAFETY: `msg` is null or an LLVM message.
-    let text = unsafe { take_message(msg) };
+    let text = unsafe { take_message(llvm, msg) };
     if failed {
         return Err(format!(
             "the generated IR is invalid (a compiler bug): {text}\n{}",
@@ -138,30 +138,30 @@ fn verify(module: &Module, ir: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn target_machine(target: Target) -> Result<TargetMachine, String> {
+fn target_machine(llvm: &'static Llvm, target: Target) -> Result<TargetMachine, String> {
     let triple = cstring(target.triple(), "triple")?;
     let cpu = cstring(target.cpu(), "cpu")?;
     let features = cstring(target.features(), "features")?;
-    let mut t: LLVMTargetRef = ptr::null_mut();
+    let mut t = ptr::null_mut();
     let mut err = ptr::null_mut();
     // SAFETY: valid C strings; the error message is released by take_message.
     unsafe {
-        if LLVMGetTargetFromTriple(triple.as_ptr(), &mut t, &mut err) != 0 {
+        if (llvm.LLVMGetTargetFromTriple)(triple.as_ptr(), &mut t, &mut err) != 0 {
             return Err(format!(
                 "LLVM has no target for `{}`: {}",
                 target.triple(),
-                take_message(err)
+                take_message(llvm, err)
             ));
         }
-        take_message(err);
-        let tm = LLVMCreateTargetMachine(
+        take_message(llvm, err);
+        let tm = (llvm.LLVMCreateTargetMachine)(
             t,
             triple.as_ptr(),
             cpu.as_ptr(),
             features.as_ptr(),
-            LLVMCodeGenOptLevel::LLVMCodeGenLevelAggressive,
-            LLVMRelocMode::LLVMRelocPIC,
-            LLVMCodeModel::LLVMCodeModelDefault,
+            api::OPT_AGGRESSIVE,
+            api::RELOC_PIC,
+            api::CODE_MODEL_DEFAULT,
         );
         if tm.is_null() {
             return Err(format!(
@@ -170,16 +170,17 @@ fn target_machine(target: Target) -> Result<TargetMachine, String> {
                 target.cpu()
             ));
         }
-        Ok(TargetMachine(tm))
+        Ok(TargetMachine(llvm, tm))
     }
 }
 
 fn set_data_layout(module: &Module, tm: &TargetMachine) {
+    let llvm = tm.0;
     // SAFETY: both alive; the module copies the layout, which is then released.
     unsafe {
-        let td = LLVMCreateTargetDataLayout(tm.0);
-        LLVMSetModuleDataLayout(module.0, td);
-        LLVMDisposeTargetData(td);
+        let td = (llvm.LLVMCreateTargetDataLayout)(tm.1);
+        (llvm.LLVMSetModuleDataLayout)(module.1, td);
+        (llvm.LLVMDisposeTargetData)(td);
     }
 }
 
@@ -193,39 +194,45 @@ fn optimise(module: &Module, tm: &TargetMachine) -> Result<(), String> {
         "default<O3>,function(infer-address-spaces,instcombine<no-verify-fixpoint>,simplifycfg)",
         "pipeline",
     )?;
-    let opts = PassOptions::new();
+    let llvm = tm.0;
+    let opts = PassOptions::new(llvm);
     // SAFETY: module, target machine and options are alive; an error is released here.
     unsafe {
-        let err = LLVMRunPasses(module.0, passes.as_ptr(), tm.0, opts.0);
+        let err = (llvm.LLVMRunPasses)(module.1, passes.as_ptr(), tm.1, opts.1);
         if !err.is_null() {
-            let msg = LLVMGetErrorMessage(err);
+            let msg = (llvm.LLVMGetErrorMessage)(err);
             let text = CStr::from_ptr(msg).to_string_lossy().into_owned();
-            LLVMDisposeErrorMessage(msg);
+            (llvm.LLVMDisposeErrorMessage)(msg);
             return Err(format!("the optimisation pipeline failed: {text}"));
         }
     }
     Ok(())
 }
 
-fn emit(tm: &TargetMachine, module: &Module, kind: LLVMCodeGenFileType) -> Result<Vec<u8>, String> {
+fn emit(tm: &TargetMachine, module: &Module, kind: c_int) -> Result<Vec<u8>, String> {
+    let llvm = tm.0;
     let mut err = ptr::null_mut();
     let mut buf = ptr::null_mut();
     // SAFETY: alive target machine and module; the buffer and message are released.
     unsafe {
-        if LLVMTargetMachineEmitToMemoryBuffer(tm.0, module.0, kind, &mut err, &mut buf) != 0 {
-            return Err(format!("code generation failed: {}", take_message(err)));
+        if (llvm.LLVMTargetMachineEmitToMemoryBuffer)(tm.1, module.1, kind, &mut err, &mut buf) != 0
+        {
+            return Err(format!(
+                "code generation failed: {}",
+                take_message(llvm, err)
+            ));
         }
-        take_message(err);
+        take_message(llvm, err);
         if buf.is_null() {
             return Err("code generation produced nothing".into());
         }
-        Ok(MemoryBuffer(buf).to_vec())
+        Ok(MemoryBuffer(llvm, buf).to_vec())
     }
 }
 
 fn print_module(module: &Module) -> String {
     // SAFETY: alive module; the string is released by take_message.
-    unsafe { take_message(LLVMPrintModuleToString(module.0)) }
+    unsafe { take_message(module.0, (module.0.LLVMPrintModuleToString)(module.1)) }
 }
 
 /// The IR with line numbers, for error messages.

@@ -47,13 +47,22 @@ impl Arch {
         }
     }
 
-    /// LLVM's data layout for the target (checked against the target machine in tests).
-    pub fn datalayout(self) -> &'static str {
+    /// LLVM's data layout for the target: LLVM 22's (checked against the target machine in
+    /// tests), or what an older LLVM's target machine says (its defaults differ in
+    /// address spaces the lowering does not use; code generation sets the target
+    /// machine's layout on the module either way).
+    pub fn datalayout(self) -> std::borrow::Cow<'static, str> {
+        if crate::compiler::llvm::LLVM_MAJOR != 22 {
+            if let Ok(layout) = crate::compiler::llvm::target_data_layout(self.target) {
+                return layout.into();
+            }
+        }
         match self.kind() {
             TargetKind::Amdgpu => "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9",
             TargetKind::Nvptx => "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64",
             TargetKind::Cpu => host_datalayout(),
         }
+        .into()
     }
 
     /// The `syncscope("..")` clause for a scope, with a leading space; empty for the

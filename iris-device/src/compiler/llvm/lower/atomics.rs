@@ -9,6 +9,7 @@ use super::super::super::kernel_ir::{Expr, MemOrder, MemScope, RmwOp, Scalar, Ty
 use super::builder::FnBuilder;
 use super::function::sym_elem;
 use super::intrinsics::not_in_family;
+use super::nvptx::nvptx_before_llvm22;
 use super::types;
 use crate::abi::TargetKind;
 
@@ -155,6 +156,16 @@ impl FnBuilder<'_> {
         let g = self.arch().gptr();
         let ss = self.arch().syncscope(scope);
         let align = types::align_of(&elem)?;
+        if self.fenced_atomics() && order != MemOrder::Relaxed {
+            if order == MemOrder::SeqCst {
+                self.ptx_fence(order, scope);
+            }
+            let v = self.def(&format!(
+                "load atomic {mt}, {g} {addr}{ss} monotonic, align {align}"
+            ));
+            self.ptx_fence(order, scope);
+            return Ok(self.mem_to_reg(&v, &elem));
+        }
         let v = self.def(&format!(
             "load atomic {mt}, {g} {addr}{ss} {}, align {align}",
             ordering(order)
@@ -184,6 +195,16 @@ impl FnBuilder<'_> {
         let ss = self.arch().syncscope(scope);
         let align = types::align_of(&elem)?;
         let v = self.reg_to_mem(&v, &elem);
+        if self.fenced_atomics() && order != MemOrder::Relaxed {
+            self.ptx_fence(order, scope);
+            self.inst(&format!(
+                "store atomic {mt} {v}, {g} {addr}{ss} monotonic, align {align}"
+            ));
+            if order == MemOrder::SeqCst {
+                self.ptx_fence(order, scope);
+            }
+            return Ok(String::new());
+        }
         self.inst(&format!(
             "store atomic {mt} {v}, {g} {addr}{ss} {}, align {align}",
             ordering(order)
@@ -193,11 +214,21 @@ impl FnBuilder<'_> {
 
     /// `fence(order, scope)`; a relaxed fence orders nothing and emits nothing.
     pub fn fence(&mut self, order: MemOrder, scope: MemScope) -> String {
-        if order != MemOrder::Relaxed {
+        if order != MemOrder::Relaxed && self.fenced_atomics() {
+            self.ptx_fence(order, scope);
+        } else if order != MemOrder::Relaxed {
             let ss = self.arch().syncscope(scope);
             self.inst(&format!("fence{ss} {}", ordering(order)));
         }
         String::new()
+    }
+}
+
+impl FnBuilder<'_> {
+    /// Whether this target's ordered atomics are relaxed ones between inline PTX fences
+    /// (NVIDIA before LLVM 22: [`nvptx_before_llvm22`]).
+    fn fenced_atomics(&self) -> bool {
+        self.arch().kind() == TargetKind::Nvptx && nvptx_before_llvm22()
     }
 }
 

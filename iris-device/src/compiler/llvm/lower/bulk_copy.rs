@@ -34,7 +34,7 @@ impl FnBuilder<'_> {
 
     /// The shared-window address (`i64`) of generic pointer `p`.
     pub(super) fn shared_address(&mut self, p: &str) -> String {
-        let s = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
+        let s = self.shared_space_pointer(p);
         self.def(&format!("ptrtoint ptr addrspace(3) {s} to i64"))
     }
 

@@ -36,7 +36,7 @@ impl FnBuilder<'_> {
         let f = format!("llvm.nvvm.cp.async.{kind}.shared.global.{bytes}");
         self.m
             .declare(&f, "void", "ptr addrspace(3), ptr addrspace(1)");
-        let d3 = self.def(&format!("addrspacecast ptr {d} to ptr addrspace(3)"));
+        let d3 = self.shared_space_pointer(&d);
         let s1 = self.def(&format!("addrspacecast ptr {s} to ptr addrspace(1)"));
         self.inst(&format!(
             "call void @{f}(ptr addrspace(3) {d3}, ptr addrspace(1) {s1})"

@@ -40,6 +40,12 @@ fn slot_types(ty: &Type, arch: Arch) -> Result<Vec<String>, String> {
 }
 
 /// The entry point of kernel `func`.
+/// Whether NVIDIA's block bound is `!nvvm.annotations` metadata (`maxntidx`) rather than
+/// the `"nvvm.maxntid"` attribute: before LLVM 22 (LLVM 19 ignores the attribute).
+pub(super) fn maxntid_as_metadata(arch: Arch) -> bool {
+    arch.kind() == TargetKind::Nvptx && super::nvptx::nvptx_before_llvm22()
+}
+
 pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String> {
     let mut body = String::new();
     let mut params = Vec::new();
@@ -138,7 +144,9 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String
     let max = max_block_threads(func);
     let bound = match (arch.kind(), func.max_threads) {
         (TargetKind::Amdgpu, _) => format!(" \"amdgpu-flat-work-group-size\"=\"1,{max}\""),
-        (TargetKind::Nvptx, Some(n)) => format!(" \"nvvm.maxntid\"=\"{n}\""),
+        (TargetKind::Nvptx, Some(n)) if !maxntid_as_metadata(arch) => {
+            format!(" \"nvvm.maxntid\"=\"{n}\"")
+        }
         _ => String::new(),
     };
     Ok(format!(

@@ -188,7 +188,7 @@ impl FnBuilder<'_> {
         // same tile and `ld` (the prelude requires it), so the branch is uniform, and it
         // folds away where LLVM can tell the address space and the alignment.
         let shared = self.is_space(&p, "shared");
-        let local = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
+        let local = self.shared_space_pointer(&p);
         let addr = self.def(&format!("ptrtoint ptr addrspace(3) {local} to i32"));
         let low = self.def(&format!("and i32 {addr}, 15"));
         let aligned = self.def(&format!("icmp eq i32 {low}, 0"));
@@ -277,7 +277,7 @@ impl FnBuilder<'_> {
         addr: &str,
     ) -> Result<String, String> {
         let et = types::scalar_ty(elem);
-        let shared = self.def(&format!("addrspacecast ptr {addr} to ptr addrspace(3)"));
+        let shared = self.shared_space_pointer(addr);
         let f = if role == FragmentRole::B {
             "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
         } else {

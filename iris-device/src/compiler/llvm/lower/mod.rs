@@ -72,6 +72,9 @@ pub fn lower_unit(unit: &Unit, target: Target) -> Result<String, String> {
         functions.push(text);
         if func.is_kernel {
             functions.push(entry::kernel_entry(func, arch)?);
+            if let (Some(n), true) = (func.max_threads, entry::maxntid_as_metadata(arch)) {
+                m.annotate_maxntid(&func.name, n);
+            }
         }
     }
     Ok(m.finish(&unit.name, &functions))

@@ -3,6 +3,7 @@
 
 use super::arch::Arch;
 use super::helpers::Helper;
+use super::types;
 use crate::abi::TargetKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -34,6 +35,8 @@ pub(super) struct ModuleCtx {
     pub peer_checks: bool,
     /// How many loops carry `llvm.loop.unroll.full`.
     unrolled_loops: u32,
+    /// Kernels whose block bound is `!nvvm.annotations` metadata, with the bound.
+    maxntid: Vec<(String, u32)>,
 }
 
 impl ModuleCtx {
@@ -48,6 +51,7 @@ impl ModuleCtx {
             uses_half: false,
             peer_checks,
             unrolled_loops: 0,
+            maxntid: Vec::new(),
         }
     }
 
@@ -57,6 +61,11 @@ impl ModuleCtx {
         let id = FIRST_LOOP_NODE + self.unrolled_loops;
         self.unrolled_loops += 1;
         format!("!{id}")
+    }
+
+    /// Records kernel `name`'s block bound `n` as `!nvvm.annotations` metadata.
+    pub fn annotate_maxntid(&mut self, name: &str, n: u32) {
+        self.maxntid.push((name.to_string(), n));
     }
 
     /// Declares an external function (an LLVM intrinsic) once: `ret @name(params)`.
@@ -151,6 +160,21 @@ impl ModuleCtx {
             TargetKind::Cpu => {
                 let _ = writeln!(out, "!llvm.module.flags = !{{!1}}");
                 let _ = writeln!(out, "!1 = !{{i32 8, !\"PIC Level\", i32 2}}");
+            }
+            TargetKind::Nvptx if !self.maxntid.is_empty() => {
+                let first = FIRST_LOOP_NODE + self.unrolled_loops;
+                let nodes: Vec<String> = (0..self.maxntid.len())
+                    .map(|i| format!("!{}", first + i as u32))
+                    .collect();
+                let _ = writeln!(out, "!nvvm.annotations = !{{{}}}", nodes.join(", "));
+                for (i, (name, n)) in self.maxntid.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "!{} = !{{ptr {}, !\"maxntidx\", i32 {n}}}",
+                        first + i as u32,
+                        types::global_name(name)
+                    );
+                }
             }
             TargetKind::Nvptx => {}
         }

@@ -25,11 +25,46 @@ impl FnBuilder<'_> {
         self.def(&format!("call i32 @{name}()"))
     }
 
-    /// `bar.sync 0`.
+    /// `bar.sync 0`: `llvm.nvvm.barrier.cta.sync.aligned.all` from LLVM 22 on, the older
+    /// `llvm.nvvm.barrier0` before (LLVM 19 takes the newer name for an external function
+    /// and emits a call to it).
     pub fn ptx_barrier(&mut self) {
+        if nvptx_before_llvm22() {
+            let name = "llvm.nvvm.barrier0";
+            self.m.declare(name, "void", "");
+            self.inst(&format!("call void @{name}()"));
+            return;
+        }
         let name = "llvm.nvvm.barrier.cta.sync.aligned.all";
         self.m.declare(name, "void", "i32");
         self.inst(&format!("call void @{name}(i32 0)"));
+    }
+
+    /// Generic pointer `p` as a block-shared one (`ptr addrspace(3)`): an `addrspacecast`,
+    /// or `cvta.to.shared` before LLVM 22 on NVIDIA (see [`nvptx_before_llvm22`]).
+    pub fn shared_space_pointer(&mut self, p: &str) -> String {
+        if self.arch().kind() == crate::abi::TargetKind::Nvptx && nvptx_before_llvm22() {
+            let a = self.def(&format!(
+                "call i64 asm \"cvta.to.shared.u64 $0, $1;\", \"=l,l\"(ptr {p})"
+            ));
+            return self.def(&format!("inttoptr i64 {a} to ptr addrspace(3)"));
+        }
+        self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"))
+    }
+
+    /// `fence.sc.<scope>` (`SeqCst`) or `fence.acq_rel.<scope>` (any other ordering) as
+    /// inline PTX: before LLVM 22, NVPTX cannot select LLVM's `fence` (see
+    /// [`nvptx_before_llvm22`]).
+    pub fn ptx_fence(&mut self, order: MemOrder, scope: MemScope) {
+        let sc = ptx_scope(scope);
+        let sem = if order == MemOrder::SeqCst {
+            "sc"
+        } else {
+            "acq_rel"
+        };
+        self.inst(&format!(
+            "call void asm sideeffect \"fence.{sem}.{sc};\", \"~{{memory}}\"()"
+        ));
     }
 
     /// An atomic read-modify-write as inline PTX; returns the old value.
@@ -151,11 +186,7 @@ impl FnBuilder<'_> {
         bits: u32,
         float: bool,
     ) -> String {
-        let sc = match scope {
-            MemScope::Block => "cta",
-            MemScope::Device => "gpu",
-            MemScope::System => "sys",
-        };
+        let sc = ptx_scope(scope);
         let (fence, sem) = match order {
             MemOrder::Relaxed => (String::new(), "relaxed"),
             MemOrder::Acquire => (String::new(), "acquire"),
@@ -185,6 +216,31 @@ impl FnBuilder<'_> {
         self.def(&format!(
             "call {t} asm sideeffect \"{text}\", \"{constraints}\"({args})"
         ))
+    }
+}
+
+/// Whether the NVPTX backend is older than LLVM 22's, which the lowering otherwise relies on
+/// (measured with LLVM 19; 20 and 21 take the same path, untested):
+/// - atomic loads and stores with an ordering, and fences, are a relaxed LLVM atomic with
+///   inline PTX fences (`fence.acq_rel` / `fence.sc`) around it: LLVM 19 cannot select
+///   `load atomic .. acquire`, `store atomic .. release` or `fence` ("Cannot select"). The
+///   mapping is the PTX memory model's: a release is a fence then a relaxed store, an
+///   acquire a relaxed load then a fence. LLVM 22 emits `st.release` / `ld.acquire`.
+/// - the block barrier is `llvm.nvvm.barrier0`;
+/// - a generic pointer becomes a shared one through `cvta.to.shared` (inline PTX), not an
+///   `addrspacecast`: LLVM 19's address-space inference turns the cast on a branch it
+///   cannot prove dead (a shared-memory test on a global pointer) into a global-to-shared
+///   cast, which its instruction selection rejects by aborting.
+pub(super) fn nvptx_before_llvm22() -> bool {
+    crate::compiler::llvm::LLVM_MAJOR < 22
+}
+
+/// PTX's name of a scope.
+fn ptx_scope(scope: MemScope) -> &'static str {
+    match scope {
+        MemScope::Block => "cta",
+        MemScope::Device => "gpu",
+        MemScope::System => "sys",
     }
 }
 

@@ -83,7 +83,7 @@ impl FnBuilder<'_> {
     /// The shared-memory descriptor of k step `kstep` of the tile at `p` (128-byte
     /// swizzle; see the module docs).
     fn wg_descriptor(&mut self, p: &str, kstep: &str) -> String {
-        let shared = self.def(&format!("addrspacecast ptr {p} to ptr addrspace(3)"));
+        let shared = self.shared_space_pointer(p);
         let addr = self.def(&format!("ptrtoint ptr addrspace(3) {shared} to i32"));
         let step = self.def(&format!("shl i32 {kstep}, 5"));
         let addr = self.def(&format!("add i32 {addr}, {step}"));
