@@ -139,7 +139,7 @@ mod find_llvm {
         let library = shared_library(&libdir, major).ok_or_else(|| {
             format!(
                 "LLVM {version} has no shared library (libLLVM.so.{major}*, libLLVM-{major}.so \
-                 or libLLVM.so) in {}",
+                 or libLLVM.so) in {} or the system's library folders",
                 libdir.display()
             )
         })?;
@@ -160,19 +160,39 @@ mod find_llvm {
         })
     }
 
-    /// The shared library in `libdir`, by the names distributions and ROCm use.
+    /// The shared library, by the names distributions and ROCm use: in `libdir`, else (for
+    /// a version-named one) in the system's library folders, where Debian and Ubuntu's
+    /// `libllvmN` package puts it (`llvm-N-dev` adds the links in `libdir`).
     fn shared_library(libdir: &Path, major: u32) -> Option<PathBuf> {
-        let mut names: Vec<String> = std::fs::read_dir(libdir)
-            .ok()?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with(&format!("libLLVM.so.{major}")))
-            .collect();
-        names.sort();
-        names.push(format!("libLLVM-{major}.so"));
-        names.push("libLLVM.so".to_string());
-        names
+        let versioned = |dir: &Path| -> Vec<PathBuf> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .filter(|n| n.starts_with(&format!("libLLVM.so.{major}")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names.push(format!("libLLVM-{major}.so"));
+            names.into_iter().map(|n| dir.join(n)).collect()
+        };
+        let mut candidates = versioned(libdir);
+        candidates.push(libdir.join("libLLVM.so"));
+        let arch = if cfg!(target_arch = "aarch64") {
+            "aarch64"
+        } else {
+            "x86_64"
+        };
+        for dir in [
+            format!("/usr/lib/{arch}-linux-gnu"),
+            "/usr/lib64".into(),
+            "/usr/lib".into(),
+        ] {
+            candidates.extend(versioned(Path::new(&dir)));
+        }
+        candidates
             .into_iter()
-            .map(|n| libdir.join(n))
             .find(|p| p.is_file())
             .map(|p| p.canonicalize().unwrap_or(p))
     }

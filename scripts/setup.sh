@@ -49,8 +49,16 @@ unusable() {
         [[ " $targets " == *" $t "* ]] || { echo "LLVM $version lacks the $t target"; return; }
     done
     libdir=$("$config" --libdir)
-    compgen -G "$libdir/libLLVM.so.$major*" >/dev/null || [ -f "$libdir/libLLVM-$major.so" ] ||
-        [ -f "$libdir/libLLVM.so" ] || { echo "LLVM $version has no shared library in $libdir"; return; }
+    # In its libdir, or (Debian/Ubuntu's libllvmN without llvm-N-dev) the system's folders.
+    local found=0 dir
+    for dir in "$libdir" "/usr/lib/$(uname -m)-linux-gnu" /usr/lib64 /usr/lib; do
+        if compgen -G "$dir/libLLVM.so.$major*" >/dev/null || [ -f "$dir/libLLVM-$major.so" ]; then
+            found=1
+            break
+        fi
+    done
+    [ "$found" = 1 ] || [ -f "$libdir/libLLVM.so" ] ||
+        { echo "LLVM $version has no shared library in $libdir or the system's library folders"; return; }
     bindir=$("$config" --bindir)
     [ -x "$bindir/ld.lld" ] || command -v "ld.lld-$major" >/dev/null 2>&1 ||
         { echo "LLVM $version has no ld.lld (in $bindir or ld.lld-$major on PATH)"; return; }
