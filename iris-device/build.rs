@@ -9,8 +9,14 @@
 //! `llvm-config` on `PATH`. An LLVM is usable when it is version 19 to 22, has a shared
 //! library, the AMDGPU, NVPTX and host targets, and its `ld.lld`. Sets for the compiler:
 //! `IRIS_LLVM_LIBRARY` (the shared library), `IRIS_LLVM_VERSION`, `IRIS_LLVM_MAJOR`,
-//! `IRIS_LLVM_BINDIR` (where its `ld.lld` is looked for first). Without the feature:
-//! nothing.
+//! `IRIS_LLVM_BINDIR` (where its `ld.lld` is looked for first).
+//!
+//! When that LLVM has lld's libraries (`liblldELF.a`, `liblldCommon.a` and the headers:
+//! Debian/Ubuntu's `liblld-N-dev`) and a C++ compiler is present, it also builds
+//! `src/compiler/code_object/lld_library.cpp` into a shared object linked against them and
+//! that LLVM's shared library, and sets `IRIS_LLD_LIBRARY` to it (empty otherwise): the
+//! compiler then links code objects with lld in its own process instead of starting
+//! `ld.lld`. Without the feature: nothing.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -27,6 +33,77 @@ mod find_llvm {
     /// The LLVM versions the compiler supports.
     const OLDEST: u32 = 19;
     const NEWEST: u32 = 22;
+
+    /// Builds lld_library.cpp into `$OUT_DIR/libiris_lld.so` against the LLVM's lld
+    /// libraries and shared library; its path, or why not.
+    fn build_lld_shim(found: &Found) -> Result<String, String> {
+        let source = "src/compiler/code_object/lld_library.cpp";
+        println!("cargo:rerun-if-changed={source}");
+        let include = PathBuf::from(query(&found.config, "--includedir")?);
+        let libdir = PathBuf::from(query(&found.config, "--libdir")?);
+        let needed = [
+            include.join("lld/Common/Driver.h"),
+            libdir.join("liblldELF.a"),
+            libdir.join("liblldCommon.a"),
+        ];
+        if let Some(absent) = needed.iter().find(|p| !p.is_file()) {
+            return Err(format!(
+                "{} is absent (install liblld-{}-dev for lld in process)",
+                absent.display(),
+                found.major
+            ));
+        }
+        let out = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?)
+            .join("libiris_lld.so");
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
+        let mut cmd = Command::new(&cxx);
+        cmd.args(["-shared", "-fPIC", "-std=c++17", "-O2", "-fno-rtti"])
+            .args(["-D_GNU_SOURCE", "-D__STDC_CONSTANT_MACROS"])
+            .args(["-D__STDC_FORMAT_MACROS", "-D__STDC_LIMIT_MACROS"])
+            .arg(format!("-I{}", include.display()))
+            .arg(source)
+            .arg("-o")
+            .arg(&out)
+            .args(&needed[1..])
+            .arg(&found.library);
+        // lld compresses sections with zlib and zstd, which LLVM's shared library links too.
+        for lib in ["libz.so.1", "libzstd.so.1"] {
+            if let Some(path) = system_library(lib) {
+                cmd.arg(path);
+            }
+        }
+        cmd.arg("-Wl,--no-undefined");
+        let result = cmd
+            .output()
+            .map_err(|e| format!("cannot run the C++ compiler `{cxx}`: {e}"))?;
+        if !result.status.success() {
+            let text = String::from_utf8_lossy(&result.stderr);
+            let first: Vec<&str> = text.lines().take(3).collect();
+            return Err(format!("building {source} failed: {}", first.join(" / ")));
+        }
+        Ok(out.display().to_string())
+    }
+
+    /// `name` in the system's library folders.
+    fn system_library(name: &str) -> Option<PathBuf> {
+        system_lib_dirs()
+            .into_iter()
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    }
+
+    fn system_lib_dirs() -> Vec<PathBuf> {
+        let arch = if cfg!(target_arch = "aarch64") {
+            "aarch64"
+        } else {
+            "x86_64"
+        };
+        vec![
+            PathBuf::from(format!("/usr/lib/{arch}-linux-gnu")),
+            PathBuf::from("/usr/lib64"),
+            PathBuf::from("/usr/lib"),
+        ]
+    }
 
     /// A usable LLVM.
     struct Found {
@@ -58,6 +135,14 @@ mod find_llvm {
             "cargo:rustc-env=IRIS_LLVM_BINDIR={}",
             found.bindir.display()
         );
+        let shim = build_lld_shim(&found).unwrap_or_else(|why| {
+            println!(
+                "cargo:warning=iris: links code objects with the ld.lld command (about 20 ms \
+                 a link), not lld in process: {why}"
+            );
+            String::new()
+        });
+        println!("cargo:rustc-env=IRIS_LLD_LIBRARY={shim}");
         if found.major < 20 {
             println!(
                 "cargo:warning=iris: LLVM {} ({}) cannot build gfx950 (LLVM 20 and newer can): \
@@ -179,17 +264,8 @@ mod find_llvm {
         };
         let mut candidates = versioned(libdir);
         candidates.push(libdir.join("libLLVM.so"));
-        let arch = if cfg!(target_arch = "aarch64") {
-            "aarch64"
-        } else {
-            "x86_64"
-        };
-        for dir in [
-            format!("/usr/lib/{arch}-linux-gnu"),
-            "/usr/lib64".into(),
-            "/usr/lib".into(),
-        ] {
-            candidates.extend(versioned(Path::new(&dir)));
+        for dir in system_lib_dirs() {
+            candidates.extend(versioned(&dir));
         }
         candidates
             .into_iter()

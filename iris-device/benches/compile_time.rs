@@ -8,7 +8,7 @@
 
 use iris_device::compiler::frontend::{build_unit_from, InstanceList, SourceFn};
 use iris_device::compiler::kernel_ir::Unit;
-use iris_device::compiler::{code_object, llvm, Target, ALL_TARGETS};
+use iris_device::compiler::{buildable, code_object, llvm, Target, ALL_TARGETS};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 9;
@@ -163,12 +163,12 @@ fn compile_once(unit: &Unit, target: Target) -> [Duration; 3] {
 /// Lowers for every target, then runs LLVM and the linker of each target in a thread.
 fn compile_parallel(unit: &Unit) -> Duration {
     let t = Instant::now();
-    let irs: Vec<String> = ALL_TARGETS
+    let irs: Vec<String> = targets()
         .iter()
         .map(|&target| llvm::lower_unit(unit, target).expect("lower"))
         .collect();
     std::thread::scope(|s| {
-        for (&target, ir) in ALL_TARGETS.iter().zip(&irs) {
+        for (&target, ir) in targets().iter().zip(&irs) {
             s.spawn(move || {
                 let emitted = llvm::codegen(ir, target, "unit", None).expect("codegen");
                 code_object::package(target, &emitted).expect("package")
@@ -195,6 +195,11 @@ fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The targets the build's LLVM compiles (all but gfx950 with LLVM 19).
+fn targets() -> Vec<Target> {
+    buildable(&ALL_TARGETS)
+}
+
 fn main() {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("{cores} cores, load average {} at start", load_average());
@@ -211,7 +216,7 @@ fn main() {
     );
     println!("median of {RUNS} runs, ms per kernel and target: total (lower / LLVM / link)\n");
     let mut header = format!("{:<16}", "kernel");
-    for t in ALL_TARGETS {
+    for t in targets() {
         header.push_str(&format!(" | {:>24}", t.name()));
     }
     println!("{header}");
@@ -219,7 +224,7 @@ fn main() {
     let mut worst: f64 = 0.0;
     for unit in &units {
         let mut row = format!("{:<16}", unit.name);
-        for target in ALL_TARGETS {
+        for target in targets() {
             let runs: Vec<[Duration; 3]> = (0..RUNS).map(|_| compile_once(unit, target)).collect();
             let stage = |k: usize| median(runs.iter().map(|r| ms(r[k])).collect());
             let total = median(runs.iter().map(|r| ms(r[0] + r[1] + r[2])).collect());
@@ -245,7 +250,7 @@ fn main() {
             (0..RUNS)
                 .map(|_| {
                     let t = Instant::now();
-                    for target in ALL_TARGETS {
+                    for target in targets() {
                         compile_once(unit, target);
                     }
                     ms(t.elapsed())
@@ -257,7 +262,7 @@ fn main() {
         println!(
             "{:<16} all {} targets, {kernels} kernel(s): {serial:.1} ms one after the other, {parallel:.1} ms with a thread per target",
             unit.name,
-            ALL_TARGETS.len()
+            targets().len()
         );
     }
     println!("load average {} at the end", load_average());

@@ -1,11 +1,8 @@
-//! Linking with the `ld.lld` command of the LLVM the build found, with temporary files
-//! that clean up after themselves.
-//!
-//! lld has no C API: running it in this process would need its C++ libraries linked into
-//! the proc macro, and with them LLVM's, which the macro no longer links (it opens LLVM's
-//! shared library). A link costs a process start (about 25 ms of a 40 ms AMD or CPU
-//! compilation; NVIDIA's PTX needs no link).
+//! Linking with `ld.lld` (in this process when the build made lld's shim, else the
+//! command of the LLVM the build found), with temporary files that clean up after
+//! themselves.
 
+use super::lld_library::Outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +25,7 @@ fn find_lld_with(iris_lld: Option<std::ffi::OsString>) -> Result<PathBuf, String
             ))
         };
     }
-    let beside = Path::new(env!("IRIS_LLVM_BINDIR")).join("ld.lld");
+    let beside = Path::new(crate::compiler::llvm::LLVM_BINDIR).join("ld.lld");
     if beside.is_file() {
         return Ok(beside);
     }
@@ -73,8 +70,17 @@ impl Drop for TempFile {
     }
 }
 
-/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments.
+/// Links `object` into a shared object with `ld.lld -shared` and `extra` arguments: in
+/// this process (lld as a library), or with the `ld.lld` command when `IRIS_LLD` names one
+/// or lld cannot run in this process.
 pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, String> {
+    let command = std::env::var_os("IRIS_LLD").is_some_and(|p| !p.is_empty());
+    link_shared_by(object, extra, command)
+}
+
+/// [`link_shared`] in this process, or with the `ld.lld` command when `command` (or when
+/// lld cannot run in this process).
+fn link_shared_by(object: &[u8], extra: &[&str], command: bool) -> Result<Vec<u8>, String> {
     let input = TempFile::new("o");
     let output = TempFile::new("so");
     std::fs::write(&input.0, object)
@@ -84,6 +90,17 @@ pub(super) fn link_shared(object: &[u8], extra: &[&str]) -> Result<Vec<u8>, Stri
     args.push("-o".into());
     args.push(output.0.display().to_string());
     args.push(input.0.display().to_string());
+    if !command {
+        match super::lld_library::link(&args) {
+            Outcome::Linked => return read_output(&output),
+            Outcome::Failed(messages) => {
+                return Err(format!(
+                    "ld.lld -shared failed (lld in this process): {messages}"
+                ))
+            }
+            Outcome::Unavailable => {}
+        }
+    }
     run_command(&args)?;
     read_output(&output)
 }
@@ -129,7 +146,7 @@ mod tests {
     }
 
     #[test]
-    fn links_amd_and_cpu_objects_and_reports_a_link_error() {
+    fn in_process_and_command_links_give_the_same_code_object() {
         use crate::compiler::Target;
         let amd = object(
             Target::Gfx942,
@@ -140,18 +157,32 @@ mod tests {
             "define void @k(ptr %p) {\n  store i32 7, ptr %p\n  ret void\n}\n",
         );
         for (obj, extra) in [(&amd, &[][..]), (&cpu, &["--no-undefined"][..])] {
-            let linked = link_shared(obj, extra).expect("link");
-            assert!(linked.starts_with(b"\x7fELF"));
+            let here = link_shared_by(obj, extra, false).expect("in process");
+            let there = link_shared_by(obj, extra, true).expect("command");
+            assert!(here.starts_with(b"\x7fELF"));
+            assert_eq!(here, there, "lld in process and `ld.lld` differ");
         }
+        if crate::compiler::llvm::lld_in_process().is_none() {
+            eprintln!("skipped the in-process half: the build made no lld shim (no liblld-N-dev)");
+        }
+    }
+
+    #[test]
+    fn a_link_error_is_reported_and_the_next_link_works() {
+        use crate::compiler::Target;
         let needs = object(
             Target::Cpu,
             "declare void @missing()\ndefine void @k() {\n  call void @missing()\n  ret void\n}\n",
         );
-        let err = link_shared(&needs, &["--no-undefined"]).unwrap_err();
-        assert!(
-            err.contains("undefined symbol") && err.contains("missing"),
-            "{err}"
-        );
+        for command in [false, true] {
+            let err = link_shared_by(&needs, &["--no-undefined"], command).unwrap_err();
+            assert!(
+                err.contains("undefined symbol") && err.contains("missing"),
+                "{err}"
+            );
+            let fine = object(Target::Cpu, "define void @k() {\n  ret void\n}\n");
+            assert!(link_shared_by(&fine, &["--no-undefined"], command).is_ok());
+        }
     }
 
     #[test]

@@ -3,5 +3,8 @@
 mod codegen;
 mod lower;
 
-pub use codegen::{codegen, target_data_layout, Emitted, LLVM_LIBRARY, LLVM_MAJOR, LLVM_VERSION};
+pub use codegen::{
+    codegen, lld_in_process, target_data_layout, Emitted, LldLink, LLVM_BINDIR, LLVM_LIBRARY,
+    LLVM_MAJOR, LLVM_VERSION,
+};
 pub use lower::{cpu_shared_bytes, lower_unit, SHARED_ALIGN};

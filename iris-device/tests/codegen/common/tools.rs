@@ -73,10 +73,14 @@ pub fn compile_all(unit: &Unit) -> Vec<Out> {
         .collect()
 }
 
-/// An LLVM 22 tool: `<name>-22` on PATH, else `/usr/lib/llvm-22/bin/<name>`. Panics (the
-/// test fails) when missing: the setup script installs them.
+/// A tool of the LLVM the compiler uses: in its `bin` folder, else `<name>-<major>` on
+/// PATH. Panics (the test fails) when missing: the setup script installs them (`llvm-N`).
 pub fn tool(name: &str) -> PathBuf {
-    let versioned = format!("{name}-22");
+    let beside = Path::new(llvm::LLVM_BINDIR).join(name);
+    if beside.is_file() {
+        return beside;
+    }
+    let versioned = format!("{name}-{}", llvm::LLVM_MAJOR);
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
             let p = dir.join(&versioned);
@@ -85,12 +89,11 @@ pub fn tool(name: &str) -> PathBuf {
             }
         }
     }
-    let fixed = Path::new("/usr/lib/llvm-22/bin").join(name);
-    assert!(
-        fixed.is_file(),
-        "{versioned} is missing (looked on PATH and in /usr/lib/llvm-22/bin); install llvm-22"
+    panic!(
+        "{name} is missing (looked in {} and for {versioned} on PATH); install llvm-{}",
+        llvm::LLVM_BINDIR,
+        llvm::LLVM_MAJOR
     );
-    fixed
 }
 
 /// Runs an LLVM tool on `bytes` written to a temporary file; returns stdout.

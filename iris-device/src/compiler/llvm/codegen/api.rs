@@ -6,6 +6,14 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
+/// The lld shim's `iris_lld_elf_link(argv, argc, messages, messages_len, can_run_again)`
+/// (code_object/lld_library.cpp).
+pub type LldLink =
+    unsafe extern "C" fn(*const *const c_char, usize, *mut c_char, usize, *mut c_int) -> c_int;
+
+/// The lld shim the build made, or "" (see iris-device's build.rs).
+const LLD_LIBRARY: &str = env!("IRIS_LLD_LIBRARY");
+
 /// `LLVMContextRef` and the other opaque handles.
 pub(super) type Handle = *mut c_void;
 
@@ -26,6 +34,8 @@ pub(super) const RETURN_STATUS: c_int = 2;
 pub const LIBRARY: &str = env!("IRIS_LLVM_LIBRARY");
 /// The LLVM version the build found (`llvm-config --version`).
 pub const VERSION: &str = env!("IRIS_LLVM_VERSION");
+/// The `bin` folder of the LLVM the build found (its `ld.lld`, `llvm-objdump`, ...).
+pub const BINDIR: &str = env!("IRIS_LLVM_BINDIR");
 /// The major version of [`VERSION`]: what the lowering adapts to.
 pub const MAJOR: u32 = parse_major(env!("IRIS_LLVM_MAJOR"));
 
@@ -54,6 +64,9 @@ macro_rules! llvm_api {
             /// The namespace's own C library's `__ctype_init` (glibc), run once on each
             /// thread that calls LLVM: see [`Llvm::enter_thread`].
             ctype_init: Option<unsafe extern "C" fn()>,
+            /// `iris_lld_elf_link` of the lld shim the build made (`IRIS_LLD_LIBRARY`),
+            /// loaded beside LLVM; `None` without one (the `ld.lld` command is used).
+            pub lld_link: Option<LldLink>,
             /// The library the functions above are in (never closed).
             _library: Opened,
         }
@@ -78,6 +91,7 @@ macro_rules! llvm_api {
                         ctype_init: library
                             .symbol("__ctype_init\0")
                             .map(|f| std::mem::transmute::<*mut c_void, unsafe extern "C" fn()>(f)),
+                        lld_link: None,
                         _library: library,
                     })
                 }
@@ -173,6 +187,32 @@ impl Opened {
         Ok(Opened(handle))
     }
 
+    /// Opens `path` in the same namespace as this library, so that it links against the
+    /// LLVM already loaded there.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn open_beside(&self, path: &str) -> Result<Opened, String> {
+        let c = std::ffi::CString::new(path).map_err(|_| format!("{path} holds a NUL"))?;
+        let mut lmid: libc::Lmid_t = 0;
+        // SAFETY: a live handle and an out-pointer of the type RTLD_DI_LMID writes.
+        if unsafe {
+            libc::dlinfo(
+                self.0,
+                libc::RTLD_DI_LMID,
+                (&mut lmid as *mut libc::Lmid_t).cast(),
+            )
+        } != 0
+        {
+            return Err(dl_error());
+        }
+        // SAFETY: a NUL-terminated path; the shim's constructors only register lld's
+        // drivers' globals.
+        let handle = unsafe { libc::dlmopen(lmid, c.as_ptr(), libc::RTLD_NOW) };
+        if handle.is_null() {
+            return Err(dl_error());
+        }
+        Ok(Opened(handle))
+    }
+
     /// The address of `name` (NUL-terminated), if the library has it.
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
         // SAFETY: a live handle and a NUL-terminated name.
@@ -188,6 +228,33 @@ impl Opened {
                 name.trim_end_matches('\0')
             )
         })
+    }
+}
+
+/// The lld shim's link function, loaded beside LLVM, when the build made one. A shim that
+/// does not load leaves the `ld.lld` command in charge (said once on stderr).
+fn lld_shim(library: &Opened) -> Option<LldLink> {
+    if LLD_LIBRARY.is_empty() {
+        return None;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    let shim = library.open_beside(LLD_LIBRARY);
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let shim: Result<Opened, String> = {
+        let _ = library;
+        Err("needs glibc's dlmopen".to_string())
+    };
+    match shim.and_then(|s| {
+        let f = s.required("iris_lld_elf_link\0")?;
+        // `s` is never closed (Opened has no Drop), like LLVM.
+        // SAFETY: the shim's function has the LldLink signature (lld_library.cpp).
+        Ok(unsafe { std::mem::transmute::<*mut c_void, LldLink>(f) })
+    }) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("iris: lld in process unavailable ({LLD_LIBRARY}: {e}); using ld.lld");
+            None
+        }
     }
 }
 
@@ -251,7 +318,9 @@ fn load() -> Result<Llvm, String> {
                 .map(|f| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn()>(f) })
         })
         .collect::<Result<_, _>>()?;
-    let llvm = Llvm::resolve(library)?;
+    let lld = lld_shim(&library);
+    let mut llvm = Llvm::resolve(library)?;
+    llvm.lld_link = lld;
     let (mut major, mut minor, mut patch) = (0, 0, 0);
     // SAFETY: three valid out-pointers.
     unsafe { (llvm.LLVMGetVersion)(&mut major, &mut minor, &mut patch) };

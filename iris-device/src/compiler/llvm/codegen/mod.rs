@@ -10,7 +10,15 @@ mod api;
 mod dump;
 mod ffi;
 
-pub use api::{LIBRARY as LLVM_LIBRARY, MAJOR as LLVM_MAJOR, VERSION as LLVM_VERSION};
+pub use api::{
+    LldLink, BINDIR as LLVM_BINDIR, LIBRARY as LLVM_LIBRARY, MAJOR as LLVM_MAJOR,
+    VERSION as LLVM_VERSION,
+};
+
+/// lld's link function in this process, when the build made the shim and it loaded.
+pub fn lld_in_process() -> Option<LldLink> {
+    api::llvm().ok()?.lld_link
+}
 
 use super::super::Target;
 use crate::abi::TargetKind;
