@@ -148,7 +148,8 @@ for cmd in "${commands[@]}"; do
 done
 total=$(($(date +%s) - total_start))
 
-chosen=$(grep -ho 'setup: .*LLVM [0-9][0-9.]*' "$run_dir"/command-*.log 2>/dev/null | grep -o 'LLVM [0-9][0-9.]*' | tail -1)
+# setup.sh's last word on the LLVM it uses: "setup: LLVM 19.1.7 (/usr/lib/llvm-19/...)".
+chosen=$(grep -ho 'setup: LLVM [0-9][0-9.]*' "$run_dir"/command-*.log 2>/dev/null | sed 's/^setup: //' | tail -1)
 echo ""
 echo "== fresh Debian 12 root (--llvm $llvm: setup chose ${chosen:-no LLVM}), clone of $head, $(nproc) cores"
 [[ ${chosen:-} == "LLVM $llvm."* ]] || { say "expected LLVM $llvm, setup chose ${chosen:-none}"; failed=$((failed + 1)); }

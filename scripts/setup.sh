@@ -17,7 +17,7 @@
 #   3. the newest installed /usr/lib/llvm-N (N = 22 down to 19) with libLLVM and ld.lld
 #   4. otherwise the newest llvm-N + lld-N (22 down to 19) the apt archive has, installed:
 #      Debian 12 has 22 in its security archive (in every installed Debian 12's sources)
-#      and 19 in main; Ubuntu 24.04 has 19 (and newer in noble-updates where present).
+#      and 19 in main; on Ubuntu 24.04, the newest of 19 to 22 its archive carries.
 # LLVM 19 builds every target but gfx950 (AMD MI350/MI355), which needs LLVM 20.
 #
 # Running programs built with iris needs none of this: no LLVM at run time, and the GPU
