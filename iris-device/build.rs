@@ -143,6 +143,15 @@ mod find_llvm {
             String::new()
         });
         println!("cargo:rustc-env=IRIS_LLD_LIBRARY={shim}");
+        if found.major < 22 {
+            println!(
+                "cargo:warning=iris: LLVM {} ({}) builds correct NVIDIA code, but matrix \
+                 (mma/wgmma) kernels ran 1.5-2x slower on an H200 than with LLVM 22 (it keeps \
+                 run-time address-space tests LLVM 22 removes): use LLVM 22 for GEMMs",
+                found.version,
+                found.config.display()
+            );
+        }
         if found.major < 20 {
             println!(
                 "cargo:warning=iris: LLVM {} ({}) cannot build gfx950 (LLVM 20 and newer can): \
