@@ -100,6 +100,10 @@ pub struct KernelSpec {
     /// context's fault record, so a launch makes the host read it at the next
     /// synchronization, as with peer checks.
     pub signal_waits: bool,
+    /// Whether it records trace events (`trace_event`, built with the `trace-events`
+    /// feature): a launch passes [`trace::HIDDEN_SLOTS`] more slots after the parameters'
+    /// (see [`trace`]).
+    pub trace_events: bool,
 }
 
 impl KernelSpec {
@@ -116,13 +120,25 @@ impl KernelSpec {
 }
 
 impl KernelSpec {
-    /// How many argument slots a launch passes.
+    /// How many argument slots its parameters take (what a caller binds).
     pub fn slot_count(&self) -> usize {
         self.params.iter().map(|p| p.kind.slots()).sum()
+    }
+
+    /// How many argument slots a launch passes: the parameters' and, for a kernel that
+    /// records trace events, the trace's hidden ones.
+    pub fn launch_slot_count(&self) -> usize {
+        self.slot_count()
+            + if self.trace_events {
+                trace::HIDDEN_SLOTS
+            } else {
+                0
+            }
     }
 }
 
 pub mod peer_table;
+pub mod trace;
 
 /// Every kernel unit linked into the program: each `#[iris::kernel]` and
 /// `#[iris::kernels]` item registers its [`KernelUnit`] here, and a context loads them all

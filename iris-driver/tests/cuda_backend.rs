@@ -112,6 +112,7 @@ const KERNELS: &[KernelSpec] = &[
         max_block_threads: 1024,
         peer_checks: false,
         signal_waits: false,
+        trace_events: false,
     },
     KernelSpec {
         name: "translate_store",
@@ -137,6 +138,7 @@ const KERNELS: &[KernelSpec] = &[
         max_block_threads: 1024,
         peer_checks: false,
         signal_waits: false,
+        trace_events: false,
     },
 ];
 

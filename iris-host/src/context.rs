@@ -466,6 +466,17 @@ impl Iris {
             Some(t) => Some(t.before_launch(&self.core)?),
             None => None,
         };
+        // A kernel that records trace events takes the rank's event buffer (0: not
+        // traced) and the launch's serial after its parameters' slots.
+        let mut hidden = [0u64; iris_device::abi::trace::HIDDEN_SLOTS];
+        if spec.trace_events {
+            if let (Some(t), Some(before)) = (&self.tracer, &traced) {
+                hidden = t.hidden_args(before.serial());
+            }
+            for word in &mut hidden {
+                slots.push((word as *mut u64).cast());
+            }
+        }
         // SAFETY: the arguments match the kernel's parameters and belong to this context
         // (validated above); the memory they point to is owned by buffers that outlive the
         // launch or is released only after this stream is synchronized.

@@ -81,6 +81,7 @@ fn compile(
 ) -> Result<CompiledUnit, Vec<CompileError>> {
     let mut ir = compiler::frontend::build_unit_in_module(name, items, consts, structs)?;
     ir.peer_checks = peer_checks || settings.peer_checks;
+    ir.trace_events = crate::TRACE_EVENTS;
     compiler::compile_ir(ir, &settings.targets, settings.dump.clone()).map_err(|e| vec![e])
 }
 

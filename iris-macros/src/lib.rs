@@ -16,6 +16,9 @@
 //! at build time, for every kernel) build kernels whose remote operations check the peer
 //! index against the world size; see `iris_device::abi::peer_table`.
 //!
+//! With the `trace-events` feature (the facade's `trace-events`), `trace_event(id, value)`
+//! records an event in the rank's trace; without it the call compiles to nothing.
+//!
 //! Use the attributes through the facade crate, `iris::kernel` and `iris::kernels`. The
 //! examples below are not compiled here (this crate cannot depend on the facade); the same
 //! forms are compiled and run as doc tests of the facade, in `docs/guide/` (chapter 2,
@@ -31,6 +34,9 @@ mod paths;
 mod unit_tokens;
 
 use proc_macro::TokenStream;
+
+/// Whether `trace_event` is built into kernels (the `trace-events` feature).
+const TRACE_EVENTS: bool = cfg!(feature = "trace-events");
 
 /// Compiles one function into a kernel and generates its launcher, `name::launch`.
 ///

@@ -19,7 +19,7 @@ fn param_kind(ty: &Type) -> TokenStream {
     }
 }
 
-fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
+fn kernel_spec(f: &Function, peer_checks: bool, trace_events: bool) -> TokenStream {
     let abi = crate::paths::abi();
     let name = &f.name;
     let params = f.params().iter().map(|p| {
@@ -41,6 +41,7 @@ fn kernel_spec(f: &Function, peer_checks: bool) -> TokenStream {
             max_block_threads: #max_threads,
             peer_checks: #peer_checks,
             signal_waits: #waits,
+            trace_events: #trace_events,
         }
     }
 }
@@ -54,7 +55,7 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
         .functions
         .iter()
         .filter(|f| f.is_kernel)
-        .map(|f| kernel_spec(f, unit.ir.peer_checks));
+        .map(|f| kernel_spec(f, unit.ir.peer_checks, unit.ir.trace_param()));
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {

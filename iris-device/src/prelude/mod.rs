@@ -34,7 +34,7 @@ pub use signals::{
     world_aborted, Cmp, SignalOp,
 };
 pub use symmetric::Symmetric;
-pub use time::{clock64, global_timer_ns, nanosleep};
+pub use time::{clock64, global_timer_ns, nanosleep, trace_event};
 pub use values::{AtomicBits, AtomicValue, DeviceValue};
 pub use vector::*;
 pub use warp::{

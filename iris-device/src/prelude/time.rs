@@ -39,3 +39,21 @@ pub fn nanosleep(ns: u32) {
     let _ = ns;
     device_only("nanosleep")
 }
+
+/// Records a user event in the rank's trace: `id` (what happened, yours to number) and
+/// `value` (a payload: a count, an index, a peer), with the device clock, the block and
+/// the thread. The events appear on the rank's timeline of an `IRIS_TRACE` run (one
+/// row per block) inside the launch that made them; `iris-trace summary` counts them by
+/// id.
+///
+/// Built in only with the `trace-events` feature of `iris`: without it the call
+/// compiles to nothing (the same code as without the call). With it, a kernel that
+/// traces takes two hidden arguments (the rank's trace buffer and the launch), and an
+/// event costs one load and a branch when the run is not traced, and one atomic add,
+/// a clock read and four 8-byte stores when it is. Each block keeps its latest
+/// `IRIS_TRACE_EVENTS` events (default 256); older ones are overwritten and counted.
+#[inline(always)]
+pub fn trace_event(id: u32, value: u64) {
+    let _ = (id, value);
+    device_only("trace_event")
+}

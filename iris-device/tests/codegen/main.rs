@@ -19,5 +19,6 @@ mod source;
 mod structs;
 mod symmetric;
 mod time;
+mod trace;
 mod vectors;
 mod warp;

@@ -5,7 +5,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use iris_device::abi::{KernelUnit, ParamKind};
+use iris_device::abi::{KernelSpec, KernelUnit, ParamKind};
 
 use super::event::CpuEvent;
 use super::grid::Grid;
@@ -199,18 +199,18 @@ impl Device for CpuDevice {
                 count: unit.kernels.len(),
             });
         };
-        if args.len() != spec.slot_count() {
+        if args.len() != spec.launch_slot_count() {
             return Err(Error::InvalidArguments {
                 kernel: spec.name.to_string(),
                 reason: format!(
                     "{} argument slots passed, the kernel takes {}",
                     args.len(),
-                    spec.slot_count()
+                    spec.launch_slot_count()
                 ),
             });
         }
         // SAFETY: the caller passes one valid slot per parameter slot of the spec.
-        let slots = unsafe { SlotCopy::new(spec.params.iter().map(|p| p.kind), args) };
+        let slots = unsafe { SlotCopy::new(launch_slot_kinds(spec), args) };
         let library = Arc::clone(&module.library);
         let shared_bytes = spec.shared_bytes as usize + dims.dynamic_shared_bytes as usize;
         let concurrent_block = spec.concurrent_threads;
@@ -252,6 +252,23 @@ impl Device for CpuDevice {
         }
         Ok(u32::MAX)
     }
+}
+
+/// The kinds of the slots a launch of `spec` passes: its parameters', then the trace's
+/// hidden `u64`s when it records trace events.
+fn launch_slot_kinds(spec: &KernelSpec) -> impl Iterator<Item = ParamKind> + '_ {
+    let hidden = if spec.trace_events {
+        iris_device::abi::trace::HIDDEN_SLOTS
+    } else {
+        0
+    };
+    spec.params
+        .iter()
+        .map(|p| p.kind)
+        .chain(std::iter::repeat_n(
+            ParamKind::Value { size: 8, align: 8 },
+            hidden,
+        ))
 }
 
 /// The contents of a launch's argument slots, copied so the launch can run after the

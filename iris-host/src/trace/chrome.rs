@@ -3,7 +3,9 @@
 //!
 //! A rank is a process (`pid` = rank) with two threads: `tid` 0, the host (each launch
 //! from queueing to return; each traced call), and `tid` 1, the rank's stream (each kernel
-//! as it ran on the device, inside its call's span). Times in microseconds.
+//! as it ran on the device, inside its call's span); kernels' own events
+//! (`trace_event`) are instant events on one more thread per block, `tid` 2 + block.
+//! Times in microseconds.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,30 @@ pub(super) struct SpanTimes<'a> {
     pub device: Option<(u64, u64)>,
 }
 
+/// One `trace_event` of a kernel, on the host's timeline.
+pub(super) struct UserEvent<'a> {
+    /// The kernel that made it.
+    pub kernel: &'a str,
+    pub id: u32,
+    pub value: u64,
+    pub block: u32,
+    pub thread: u32,
+    pub launch: u32,
+    pub host_ns: u64,
+}
+
+/// A rank's kernel events, the device clock's offset and error (ns), and how many events
+/// their rings wrote over.
+#[derive(Default)]
+pub(super) struct UserEvents<'a> {
+    pub events: Vec<UserEvent<'a>>,
+    pub clock: Option<(i64, u64)>,
+    pub overwritten: u64,
+}
+
+/// The thread of block `block`'s events.
+const FIRST_BLOCK_TID: u64 = 2;
+
 /// What one rank writes.
 pub(super) struct RankTrace<'a> {
     pub run: u64,
@@ -37,6 +63,7 @@ pub(super) struct RankTrace<'a> {
     pub device: &'a str,
     pub launches: &'a [LaunchTimes<'a>],
     pub spans: &'a [SpanTimes<'a>],
+    pub user: &'a UserEvents<'a>,
 }
 
 const HOST: u32 = 0;
@@ -116,6 +143,41 @@ fn events(rank: &RankTrace<'_>) -> Vec<String> {
     // Start first; of two starting together, the longer (the enclosing) first.
     timed.sort_by(|a, b| (a.2, a.0, b.1).cmp(&(b.2, b.0, a.1)));
     out.extend(timed.into_iter().map(|t| t.3));
+    out.extend(user_events(pid, rank.user));
+    out
+}
+
+/// The kernels' events of rank `pid`: a named thread per block that has any, then the
+/// events in time order.
+fn user_events(pid: usize, user: &UserEvents<'_>) -> Vec<String> {
+    let mut blocks: Vec<u32> = user.events.iter().map(|e| e.block).collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    let mut out: Vec<String> = blocks
+        .iter()
+        .map(|b| {
+            let tid = FIRST_BLOCK_TID + u64::from(*b);
+            format!(
+                r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{tid},"args":{{"name":"block {b} (events)"}}}}"#
+            )
+        })
+        .collect();
+    let mut events: Vec<&UserEvent<'_>> = user.events.iter().collect();
+    events.sort_by_key(|e| (e.host_ns, e.block, e.thread));
+    out.extend(events.into_iter().map(|e| {
+        format!(
+            r#"{{"name":"event {}","cat":"event","ph":"i","s":"t","pid":{pid},"tid":{},"ts":{},"args":{{"id":{},"value":{},"kernel":{},"launch":{},"block":{},"thread":{}}}}}"#,
+            e.id,
+            FIRST_BLOCK_TID + u64::from(e.block),
+            us(e.host_ns),
+            e.id,
+            e.value,
+            Value::from(e.kernel),
+            e.launch,
+            e.block,
+            e.thread
+        )
+    }));
     out
 }
 
@@ -130,11 +192,16 @@ fn rank_file(dir: &Path, rank: usize) -> PathBuf {
 
 /// Writes `rank`'s file into `dir`.
 pub(super) fn write_rank(dir: &Path, rank: &RankTrace<'_>) -> Result<()> {
+    let clock = match rank.user.clock {
+        Some((offset, error)) => format!(r#"{{"offset_ns":{offset},"error_ns":{error}}}"#),
+        None => "null".to_string(),
+    };
     let body = format!(
-        "{{\"iris_trace\":1,\"run\":{},\"rank\":{},\"world\":{},\"events\":[\n{}\n]}}\n",
+        "{{\"iris_trace\":1,\"run\":{},\"rank\":{},\"world\":{},\"device_clock\":{clock},\"events_overwritten\":{},\"events\":[\n{}\n]}}\n",
         rank.run,
         rank.rank,
         rank.world,
+        rank.user.overwritten,
         events(rank).join(",\n")
     );
     write_atomically(&rank_file(dir, rank.rank), &body)

@@ -8,6 +8,10 @@
 //! stream as threads) that <https://ui.perfetto.dev> and `chrome://tracing` open, and
 //! `iris-trace summary <dir>/trace.json` sums up.
 //!
+//! Kernels built with the `trace-events` feature add their own events
+//! (`trace_event(id, value)`, in a buffer on the rank's device: [`device_events`]), each
+//! on a row of its block inside the launch that made it.
+//!
 //! Times are the host's monotonic clock in microseconds. Each rank's device times are its
 //! stream's event times, anchored at an event recorded on its idle stream when tracing
 //! started (just after every rank's context existed); ranks of one machine share the host
@@ -18,13 +22,17 @@
 //! [`Iris::trace_span`]: crate::Iris::trace_span
 
 mod chrome;
+mod device_events;
 mod summary;
 
 pub use chrome::merge;
 pub use summary::{op_totals, summary, OpTotal};
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
+
+use iris_device::abi::trace::HIDDEN_SLOTS;
 
 use iris_driver::{self as driver, Error, Result};
 
@@ -45,6 +53,8 @@ fn make_events(core: &RankCore, count: usize) -> Result<Vec<Box<dyn driver::Even
 
 /// One launch: its kernel, shape, host time, and the events around it on the stream.
 struct Launch {
+    /// Its serial in the trace (1 for the first), what its kernel's events carry.
+    serial: u32,
     name: String,
     unit: &'static str,
     config: LaunchConfig,
@@ -84,6 +94,24 @@ pub(crate) struct Tracer {
     /// Events made ahead, so that a traced launch does not wait for the runtime to make
     /// two (made [`SPARE_EVENTS`] at a time).
     spare: Mutex<Vec<Box<dyn driver::Event>>>,
+    /// The buffer kernels write their `trace_event`s into, when some kernel traces.
+    events: Option<device_events::EventBuffer>,
+    /// The serial of the next launch.
+    next_serial: AtomicU32,
+}
+
+/// What [`Tracer::before_launch`] hands to [`Tracer::after_launch`].
+pub(crate) struct BeforeLaunch {
+    start: Box<dyn driver::Event>,
+    host_ns: u64,
+    serial: u32,
+}
+
+impl BeforeLaunch {
+    /// The launch's serial.
+    pub(crate) fn serial(&self) -> u32 {
+        self.serial
+    }
 }
 
 /// Events a tracer makes at a time, at start and whenever it runs out.
@@ -115,6 +143,8 @@ impl Tracer {
             anchor_ns,
             records: Mutex::new(Records::default()),
             spare: Mutex::new(make_events(core, SPARE_EVENTS)?),
+            events: device_events::EventBuffer::new(core)?,
+            next_serial: AtomicU32::new(1),
         })
     }
 
@@ -130,19 +160,34 @@ impl Tracer {
         }
     }
 
-    /// Before a launch: an event on the stream, and the host time.
-    pub(crate) fn before_launch(&self, core: &RankCore) -> Result<(Box<dyn driver::Event>, u64)> {
+    /// Before a launch: an event on the stream, the host time, and the launch's serial.
+    pub(crate) fn before_launch(&self, core: &RankCore) -> Result<BeforeLaunch> {
         let start = self.event(core)?;
         let host_ns = now_ns();
         core.stream().record(&*start)?;
-        Ok((start, host_ns))
+        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
+        Ok(BeforeLaunch {
+            start,
+            host_ns,
+            serial,
+        })
+    }
+
+    /// The hidden arguments of a tracing kernel's launch with serial `serial`: the
+    /// rank's event buffer (0 when none) and the serial.
+    pub(crate) fn hidden_args(&self, serial: u32) -> [u64; HIDDEN_SLOTS] {
+        let buffer = self
+            .events
+            .as_ref()
+            .map_or(0, device_events::EventBuffer::addr);
+        [buffer, u64::from(serial)]
     }
 
     /// After a launch made with `before`: the closing event, kept with the launch.
     pub(crate) fn after_launch(
         &self,
         core: &RankCore,
-        before: (Box<dyn driver::Event>, u64),
+        before: BeforeLaunch,
         unit: &'static str,
         name: &str,
         config: LaunchConfig,
@@ -150,8 +195,13 @@ impl Tracer {
         let end = self.event(core)?;
         core.stream().record(&*end)?;
         let host_end_ns = now_ns();
-        let (start, host_ns) = before;
+        let BeforeLaunch {
+            start,
+            host_ns,
+            serial,
+        } = before;
         self.lock().launches.push(Launch {
+            serial,
             name: name.to_string(),
             unit,
             config,
@@ -190,7 +240,11 @@ impl Tracer {
     /// `<dir>/rank-<r>.json`, and merges the world's files into `<dir>/trace.json` when
     /// every rank's is there.
     pub(crate) fn finish(self, core: &RankCore) -> Result<()> {
-        core.wait_stream()?;
+        let waited = core.wait_stream();
+        // Read (and freed) whether or not the wait failed: the buffer is not leaked.
+        let recorded = self.events.map(|buffer| buffer.read(core));
+        waited?;
+        let recorded = recorded.transpose()?;
         let records = self.records.into_inner().unwrap_or_else(|p| p.into_inner());
         let device_ns = |e: &dyn driver::Event| -> Result<u64> {
             let ms = self.anchor.elapsed_ms(e)?;
@@ -209,6 +263,7 @@ impl Tracer {
                 device: (start, end),
             });
         }
+        let user = user_events(recorded, &records.launches, &launches);
         let spans: Vec<chrome::SpanTimes<'_>> = records
             .spans
             .iter()
@@ -232,8 +287,54 @@ impl Tracer {
             device: &self.device,
             launches: &launches,
             spans: &spans,
+            user: &user,
         };
         chrome::write_rank(&self.dir, &rank)?;
         chrome::merge_if_complete(&self.dir, self.run, self.world)
+    }
+}
+
+/// The kernels' own events on the host's timeline: each matched to the launch of its
+/// serial (`launches[i]` and its times `times[i]`), the device clock's offset found from
+/// the launches (see [`device_events`]).
+fn user_events<'a>(
+    recorded: Option<device_events::Recorded>,
+    launches: &'a [Launch],
+    times: &[chrome::LaunchTimes<'_>],
+) -> chrome::UserEvents<'a> {
+    let Some(recorded) = recorded else {
+        return chrome::UserEvents::default();
+    };
+    let serials = launches.iter().map(|l| l.serial).max().unwrap_or(0) as usize;
+    let mut windows = vec![(0, 0); serials];
+    let mut names = vec![""; serials];
+    for (l, t) in launches.iter().zip(times) {
+        if let Some(i) = (l.serial as usize).checked_sub(1) {
+            windows[i] = t.device;
+            names[i] = l.name.as_str();
+        }
+    }
+    let clock = device_events::clock_offset(&recorded.events, &windows);
+    let offset = clock.map_or(0, |(o, _)| o);
+    let events = recorded
+        .events
+        .iter()
+        .filter_map(|e| {
+            let name = *names.get((e.launch as usize).checked_sub(1)?)?;
+            Some(chrome::UserEvent {
+                kernel: name,
+                id: e.id,
+                value: e.value,
+                block: e.block,
+                thread: e.thread,
+                launch: e.launch,
+                host_ns: (e.device_ns as i64).saturating_add(offset).max(0) as u64,
+            })
+        })
+        .collect();
+    chrome::UserEvents {
+        events,
+        clock,
+        overwritten: recorded.overwritten,
     }
 }

@@ -1,5 +1,6 @@
 //! What `iris-trace summary` prints: per call and per kernel, how many ran and their
-//! device time, from a merged `trace.json`.
+//! device time, and how many of each kernel event (`trace_event`) were recorded, from a
+//! merged `trace.json`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +12,8 @@ use serde_json::Value;
 /// The device time of one call or kernel name over every rank.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpTotal {
-    /// `call` (a traced call, such as a collective) or `kernel`.
+    /// `call` (a traced call, such as a collective), `kernel`, or `event` (a kernel's
+    /// `trace_event`, by id: counted, no time).
     pub category: String,
     /// The call's or the kernel's name.
     pub name: String,
@@ -40,7 +42,11 @@ pub fn op_totals(path: &Path) -> Result<Vec<OpTotal>> {
     let mut by_name: BTreeMap<(String, String), OpTotal> = BTreeMap::new();
     for e in events {
         let on_stream = e.get("tid").and_then(Value::as_u64) == Some(1);
-        if e.get("ph").and_then(Value::as_str) != Some("X") || !on_stream {
+        let phase = e.get("ph").and_then(Value::as_str);
+        let user_event =
+            phase == Some("i") && e.get("cat").and_then(Value::as_str) == Some("event");
+        let kernel_or_call = phase == Some("X") && on_stream;
+        if !(kernel_or_call || user_event) {
             continue;
         }
         let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
@@ -100,6 +106,15 @@ pub fn summary(path: &Path) -> Result<String> {
                 gbps
             );
         }
+    }
+    let mut events: Vec<&OpTotal> = totals.iter().filter(|t| t.category == "event").collect();
+    events.sort_by(|a, b| a.name.cmp(&b.name));
+    for t in events {
+        let _ = writeln!(
+            out,
+            "{:<8} {:<44} {:>7} {:>12} {:>10} {:>10} {:>9}",
+            t.category, t.name, t.count, "-", "-", "-", "-"
+        );
     }
     Ok(out)
 }

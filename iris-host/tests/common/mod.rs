@@ -85,6 +85,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
         KernelSpec {
             name: "block_reverse",
@@ -99,6 +100,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
         KernelSpec {
             name: "values",
@@ -114,6 +116,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 256,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
         KernelSpec {
             name: "all_gather",
@@ -133,6 +136,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
         KernelSpec {
             name: "spin",
@@ -142,6 +146,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
         KernelSpec {
             name: "remote_add",
@@ -159,6 +164,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            trace_events: false,
         },
     ]
 }

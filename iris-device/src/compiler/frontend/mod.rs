@@ -328,6 +328,7 @@ fn build_unit_checked(
         name: unit_name.to_string(),
         functions,
         peer_checks: false,
+        trace_events: false,
     })
 }
 

@@ -1,4 +1,5 @@
-//! Clocks and sleeping: `global_timer_ns()`, `clock64()`, `nanosleep(ns)`.
+//! Clocks, sleeping and trace events: `global_timer_ns()`, `clock64()`, `nanosleep(ns)`,
+//! `trace_event(id, value)`.
 
 use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, Scalar, Type};
 use super::super::CompileError;
@@ -7,7 +8,7 @@ use super::calls::operands;
 use proc_macro2::Span;
 
 impl FnBuilder<'_> {
-    /// A clock or sleep `name(..)`.
+    /// A clock, sleep or trace event `name(..)`.
     pub fn time_call(
         &mut self,
         name: &str,
@@ -34,6 +35,18 @@ impl FnBuilder<'_> {
                         let [ns] = operands(args);
                         Intrinsic::Nanosleep { ns }
                     }),
+                    Type::Unit,
+                    span,
+                ))
+            }
+            "trace_event" => {
+                self.arity(c, name, 2)?;
+                let args = self.args(c)?;
+                self.expect(&args[0], &u32t)?;
+                self.expect(&args[1], &Type::Scalar(Scalar::U64))?;
+                let [id, value] = operands(args);
+                Ok(self.expr(
+                    ExprKind::Intrinsic(Intrinsic::TraceEvent { id, value }),
                     Type::Unit,
                     span,
                 ))

@@ -20,7 +20,8 @@ pub enum Family {
     /// The block: `sync_threads`, `fence`, `shared_array`, asynchronous copies into
     /// shared memory.
     Block,
-    /// Clocks and sleeping: `global_timer_ns`, `clock64`, `nanosleep`.
+    /// Clocks, sleeping and trace events: `global_timer_ns`, `clock64`, `nanosleep`,
+    /// `trace_event`.
     Time,
     /// Remote memory: `load`, `store`, `get`, `put`, `copy`.
     Memory,
@@ -148,6 +149,7 @@ pub const FREE_FUNCTIONS: &[Entry] = &[
     e("global_timer_ns", Family::Time),
     e("clock64", Family::Time),
     e("nanosleep", Family::Time),
+    e("trace_event", Family::Time),
     e("load", Family::Memory),
     e("store", Family::Memory),
     e("get", Family::Memory),
@@ -271,7 +273,7 @@ impl Intrinsic {
             | CopyBulk { .. }
             | BulkWait { .. }
             | CopyTile { .. } => Family::Block,
-            GlobalTimerNs | Clock64 | Nanosleep { .. } => Family::Time,
+            GlobalTimerNs | Clock64 | Nanosleep { .. } | TraceEvent { .. } => Family::Time,
             RemoteLoad { .. } | RemoteStore { .. } | Get { .. } | Put { .. } | Copy { .. } => {
                 Family::Memory
             }

@@ -373,6 +373,14 @@ pub enum Intrinsic {
         /// Nanoseconds, a `u32`.
         ns: Operand,
     },
+    /// `trace_event(id, value)`: a user event in the rank's trace (nothing when tracing
+    /// is not built into the unit: see `Unit::trace_events`).
+    TraceEvent {
+        /// The event's id, a `u32`.
+        id: Operand,
+        /// Its payload, a `u64`.
+        value: Operand,
+    },
     /// `lane_id()` -> u32.
     LaneId,
     /// `warp_size()` -> u32.
@@ -606,6 +614,7 @@ impl Intrinsic {
             VecGet { vector, .. } => vec![vector],
             Math { x, y, .. } => std::iter::once(&**x).chain(y.as_deref()).collect(),
             Nanosleep { ns } => vec![ns],
+            TraceEvent { id, value } => vec![id, value],
             Shuffle { value, lane, .. } => vec![value, lane],
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],
@@ -711,6 +720,7 @@ impl Intrinsic {
             VecGet { vector, .. } => vec![vector],
             Math { x, y, .. } => std::iter::once(&mut **x).chain(y.as_deref_mut()).collect(),
             Nanosleep { ns } => vec![ns],
+            TraceEvent { id, value } => vec![id, value],
             Shuffle { value, lane, .. } => vec![value, lane],
             Vote { pred, .. } => vec![pred],
             WarpReduce { value, .. } => vec![value],

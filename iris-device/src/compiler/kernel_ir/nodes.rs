@@ -19,6 +19,29 @@ pub struct Unit {
     /// Whether remote operations check their peer index against the world size (the
     /// unit's kernels are then built with peer checks; see `crate::abi::peer_table`).
     pub peer_checks: bool,
+    /// Whether `trace_event` is built in (the `trace-events` feature): without it the
+    /// calls compile to nothing. See [`Unit::trace_param`].
+    pub trace_events: bool,
+}
+
+impl Unit {
+    /// Whether some function of the unit calls `trace_event`.
+    pub fn calls_trace_event(&self) -> bool {
+        self.functions.iter().any(|f| {
+            let mut found = false;
+            f.body.walk(&mut |e| {
+                found |= matches!(e.kind, ExprKind::Intrinsic(Intrinsic::TraceEvent { .. }));
+            });
+            found
+        })
+    }
+
+    /// Whether the unit's functions take the trace's hidden arguments (the rank's trace
+    /// buffer and the launch's serial; see `crate::abi::trace`): tracing is built in and
+    /// some function records an event.
+    pub fn trace_param(&self) -> bool {
+        self.trace_events && self.calls_trace_event()
+    }
 }
 
 /// A kernel (an entry point launched from the host) or a device function.

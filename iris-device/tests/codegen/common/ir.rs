@@ -408,6 +408,7 @@ pub fn unit(name: &str, functions: Vec<Function>) -> Unit {
         name: name.into(),
         functions,
         peer_checks: false,
+        trace_events: false,
     }
 }
 

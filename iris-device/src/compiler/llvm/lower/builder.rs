@@ -42,6 +42,9 @@ pub(super) struct FnBuilder<'a> {
     pub func: &'a Function,
     /// The CPU launch context parameter (`%ctx`), passed to every function on the CPU.
     pub ctx: Option<String>,
+    /// The trace's hidden arguments (`%trace.ring`, `%trace.launch`, both `i64`), passed
+    /// to every function of a unit that records trace events.
+    pub trace: Option<(String, String)>,
     /// Loops enclosing the current point.
     pub loops: Vec<LoopTargets>,
     slots: Vec<Option<Slot>>,
@@ -65,11 +68,15 @@ impl<'a> FnBuilder<'a> {
     /// Starts a function in its `entry` block.
     pub fn new(m: &'a mut ModuleCtx, unit: &'a Unit, func: &'a Function) -> Self {
         let ctx = (!m.arch.is_gpu()).then(|| "%ctx".to_string());
+        let trace = m
+            .trace
+            .then(|| ("%trace.ring".to_string(), "%trace.launch".to_string()));
         FnBuilder {
             m,
             unit,
             func,
             ctx,
+            trace,
             loops: Vec::new(),
             slots: Vec::new(),
             allocas: String::new(),

@@ -6,6 +6,8 @@
 //! space; AMD: `byref` in the kernel-argument segment; read in place). GPU kernels take the
 //! slots as parameters (`amdgpu_kernel` / `ptx_kernel`);
 //! a CPU kernel is `void name(ptr ctx, ptr args)` and reads slot `i` through `args[i]`.
+//! A unit that records trace events takes two more `i64` slots after the parameters'
+//! (`crate::abi::trace`), which the entry passes to the body after the CPU's context.
 //! The entry converts the slots to register values and calls the kernel's body.
 
 use super::super::super::kernel_ir::{Function, Scalar, Type};
@@ -46,7 +48,7 @@ pub(super) fn maxntid_as_metadata(arch: Arch) -> bool {
     arch.kind() == TargetKind::Nvptx && super::nvptx::nvptx_before_llvm22()
 }
 
-pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String> {
+pub(super) fn kernel_entry(func: &Function, arch: Arch, trace: bool) -> Result<String, String> {
     let mut body = String::new();
     let mut params = Vec::new();
     let mut args = Vec::new();
@@ -132,6 +134,29 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch) -> Result<String, String
             _ => vals[0].clone(),
         };
         args.push(format!("{reg} {value}"));
+    }
+    if trace {
+        // The trace's two hidden arguments follow the parameters' slots (`crate::abi::trace`).
+        let mut hidden = Vec::new();
+        for name in ["%trace.ring", "%trace.launch"] {
+            if cpu {
+                let _ = writeln!(
+                    body,
+                    "  %slot.{slot} = getelementptr ptr, ptr %launch.args, i64 {slot}"
+                );
+                let _ = writeln!(
+                    body,
+                    "  %slot.{slot}.p = load ptr, ptr %slot.{slot}, align 8"
+                );
+                let _ = writeln!(body, "  {name} = load i64, ptr %slot.{slot}.p, align 8");
+            } else {
+                params.push(format!("i64 {name}"));
+            }
+            hidden.push(format!("i64 {name}"));
+            slot += 1;
+        }
+        let at = usize::from(cpu);
+        args.splice(at..at, hidden);
     }
     let cc = match arch.kind() {
         TargetKind::Amdgpu => "amdgpu_kernel ",

@@ -28,6 +28,10 @@ pub(super) fn lower_function(
     if let Some(ctx) = &b.ctx {
         params.push(format!("ptr {ctx}"));
     }
+    if let Some((ring, launch)) = &b.trace {
+        params.push(format!("i64 {ring}"));
+        params.push(format!("i64 {launch}"));
+    }
     for (i, p) in func.params().iter().enumerate() {
         if !types::has_value(&p.ty) {
             continue;
@@ -102,6 +106,10 @@ impl FnBuilder<'_> {
         let mut ops = Vec::new();
         if let Some(ctx) = self.ctx.clone() {
             ops.push(format!("ptr {ctx}"));
+        }
+        if let Some((ring, launch)) = self.trace.clone() {
+            ops.push(format!("i64 {ring}"));
+            ops.push(format!("i64 {launch}"));
         }
         for a in args {
             let v = self.expr(a)?;

@@ -44,6 +44,7 @@ mod signals;
 mod softfloat;
 mod tile_copy;
 mod time;
+mod trace;
 mod types;
 mod warp;
 mod warpgroup;
@@ -59,6 +60,7 @@ pub use shared::SHARED_ALIGN;
 pub fn lower_unit(unit: &Unit, target: Target) -> Result<String, String> {
     let arch = Arch { target };
     let mut m = ModuleCtx::new(arch, unit.peer_checks);
+    m.trace = unit.trace_param();
     let mut functions = Vec::with_capacity(unit.functions.len() * 2);
     for (id, func) in unit.functions.iter().enumerate() {
         if func.is_kernel && func.ret != Type::Unit {
@@ -71,7 +73,7 @@ pub fn lower_unit(unit: &Unit, target: Target) -> Result<String, String> {
             .map_err(|e| format!("in `{}`: {e}", func.name))?;
         functions.push(text);
         if func.is_kernel {
-            functions.push(entry::kernel_entry(func, arch)?);
+            functions.push(entry::kernel_entry(func, arch, m.trace)?);
             if let (Some(n), true) = (func.max_threads, entry::maxntid_as_metadata(arch)) {
                 m.annotate_maxntid(&func.name, n);
             }
@@ -135,6 +137,7 @@ mod tests {
                 instance_of: None,
             }],
             peer_checks: false,
+            trace_events: false,
         }
     }
 

@@ -33,6 +33,8 @@ pub(super) struct ModuleCtx {
     /// Whether symmetric translations check the peer (the unit was built with peer
     /// checks).
     pub peer_checks: bool,
+    /// Whether every function takes the trace's hidden arguments (`Unit::trace_param`).
+    pub trace: bool,
     /// How many loops carry `llvm.loop.unroll.full`.
     unrolled_loops: u32,
     /// Kernels whose block bound is `!nvvm.annotations` metadata, with the bound.
@@ -50,6 +52,7 @@ impl ModuleCtx {
             helpers: BTreeSet::new(),
             uses_half: false,
             peer_checks,
+            trace: false,
             unrolled_loops: 0,
             maxntid: Vec::new(),
         }

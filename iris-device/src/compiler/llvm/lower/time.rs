@@ -23,7 +23,7 @@ const AMD_REALTIME_NS_PER_TICK: u32 = 10;
 const AMD_SLEEP_UNITS: u32 = 2;
 
 impl FnBuilder<'_> {
-    /// `global_timer_ns()`, `clock64()`, `nanosleep(ns)`.
+    /// `global_timer_ns()`, `clock64()`, `nanosleep(ns)`, `trace_event(id, value)`.
     pub(super) fn lower_time(&mut self, op: &Intrinsic) -> Result<String, String> {
         match op {
             Intrinsic::GlobalTimerNs => self.global_timer_ns(),
@@ -33,6 +33,7 @@ impl FnBuilder<'_> {
                 self.nanosleep(&ns)?;
                 Ok(String::new())
             }
+            Intrinsic::TraceEvent { id, value } => self.trace_event(id, value),
             other => Err(not_in_family(other)),
         }
     }
