@@ -3,7 +3,7 @@
 # in .device-bundle/ at the repository root with a MANIFEST, ready to be carried to the GPU
 # machine and run there by scripts/device-run.sh.
 #
-# Usage: scripts/device-bundle.sh [--release|--dev] [--append] [-p PACKAGE] TARGET...
+# Usage: scripts/device-bundle.sh [--release|--dev] [--append] [--features LIST] [-p PACKAGE] TARGET...
 #
 #   TARGET        test:NAME     an integration test (PACKAGE/tests/NAME.rs)
 #                 lib           the unit tests of PACKAGE's library
@@ -15,6 +15,7 @@
 #   --release     build with the release profile (the default is dev; benches always use
 #                 the bench profile)
 #   --append      keep what .device-bundle/ already holds
+#   --features L  cargo features for the targets that follow (e.g. trace-events)
 #
 # Example: scripts/device-bundle.sh --release -p iris-driver test:cuda_backend lib
 #
@@ -40,12 +41,18 @@ command -v strip >/dev/null || die "needs strip (binutils)"
 profile=dev
 append=0
 package=iris
+features=""
 targets=()
 while (($#)); do
     case "$1" in
     --release) profile=release ;;
     --dev) profile=dev ;;
     --append) append=1 ;;
+    --features)
+        (($# >= 2)) || die "--features needs a list"
+        features=$2
+        shift
+        ;;
     -p | --package)
         (($# >= 2)) || die "-p needs a package name"
         package=$2
@@ -55,7 +62,7 @@ while (($#)); do
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
-    test:* | example:* | bench:* | bin:* | lib) targets+=("$package|$1") ;;
+    test:* | example:* | bench:* | bin:* | lib) targets+=("$package|$features|$1") ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift
@@ -91,29 +98,33 @@ pick_executable() {
 
 for entry in "${targets[@]}"; do
     pkg=${entry%%|*}
-    spec=${entry#*|}
+    rest=${entry#*|}
+    feats=${rest%%|*}
+    spec=${rest#*|}
+    feature_flag=()
+    [[ -n $feats ]] && feature_flag=(--features "$feats")
     kind=${spec%%:*}
     name=${spec#*:}
     [[ $spec == lib ]] && name=lib
     case "$kind" in
     test)
-        cmd=(cargo test --no-run "${profile_flag[@]}" -p "$pkg" --test "$name")
+        cmd=(cargo test --no-run "${profile_flag[@]}" -p "$pkg" --test "$name" "${feature_flag[@]}")
         args="--test-threads=1 --nocapture"
         ;;
     lib)
-        cmd=(cargo test --no-run "${profile_flag[@]}" -p "$pkg" --lib)
+        cmd=(cargo test --no-run "${profile_flag[@]}" -p "$pkg" --lib "${feature_flag[@]}")
         args="--test-threads=1"
         ;;
     example)
-        cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --example "$name")
+        cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --example "$name" "${feature_flag[@]}")
         args=""
         ;;
     bin)
-        cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --bin "$name")
+        cmd=(cargo build "${profile_flag[@]}" -p "$pkg" --bin "$name" "${feature_flag[@]}")
         args=""
         ;;
     bench)
-        cmd=(cargo bench --no-run -p "$pkg" --bench "$name")
+        cmd=(cargo bench --no-run -p "$pkg" --bench "$name" "${feature_flag[@]}")
         args="--bench"
         ;;
     esac
