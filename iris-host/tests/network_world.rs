@@ -164,6 +164,17 @@ fn role(name: &str) -> Result<String> {
                 Ok(format!("joined: rank {}", iris.rank()))
             })
             .map(|v| v.join("")),
+        "traced" => {
+            let dir = std::env::var("IRIS_TEST_TRACE_DIR").unwrap_or_default();
+            process_world()?
+                .trace(dir)
+                .run(|iris| {
+                    let _step = iris.trace_span("step", 0);
+                    iris.barrier()?;
+                    Ok(format!("traced: rank {}", iris.rank()))
+                })
+                .map(|v| v.join(""))
+        }
         other => Err(Error::InvalidConfig(format!("unknown role {other}"))),
     }
 }
@@ -365,6 +376,17 @@ fn exe() -> String {
 
 /// Node `node`'s `iris-run --nnodes 2` running `role`.
 fn iris_run_node(nodes: &Nodes, node: usize, role: &str, timeout_s: f64) -> Child {
+    iris_run_node_with(nodes, node, role, timeout_s, &[])
+}
+
+/// [`iris_run_node`] with more environment for the ranks.
+fn iris_run_node_with(
+    nodes: &Nodes,
+    node: usize,
+    role: &str,
+    timeout_s: f64,
+    env: &[(&str, &str)],
+) -> Child {
     let mut command = nodes.command(node, env!("CARGO_BIN_EXE_iris-run"));
     command.args([
         "--nnodes",
@@ -381,6 +403,7 @@ fn iris_run_node(nodes: &Nodes, node: usize, role: &str, timeout_s: f64) -> Chil
         &exe(),
     ]);
     rank_command(command, role, timeout_s)
+        .envs(env.iter().copied())
         .spawn()
         .expect("spawn iris-run")
 }
@@ -426,6 +449,66 @@ fn two_nodes_of_two_ranks_meet_gather_and_allocate() {
             assert!(e.stdout.contains(&line), "{line}: {e:#?}");
         }
     }
+}
+
+#[test]
+fn a_traced_world_across_nodes_is_on_rank_0s_clock() {
+    let nodes = Nodes::new("a_traced_world_across_nodes_is_on_rank_0s_clock");
+    let dir = std::env::temp_dir().join(format!("iris-network-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_text = dir.to_string_lossy().into_owned();
+    let env = [("IRIS_TEST_TRACE_DIR", dir_text.as_str())];
+    let children = (0..2)
+        .map(|node| iris_run_node_with(&nodes, node, "traced", 20.0, &env))
+        .collect();
+    let ended = wait_all(children, Duration::from_secs(90));
+    for (node, e) in ended.iter().enumerate() {
+        assert_eq!(e.code, Some(0), "node {node}: {e:#?}");
+    }
+    let read = |name: &str| -> serde_json::Value {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"))
+    };
+    for rank in 0..WORLD {
+        let file = read(&format!("rank-{rank}.json"));
+        let offset = file["host_clock"]["offset_ns"].as_i64().unwrap();
+        eprintln!("rank {rank}: host clock {}", file["host_clock"]);
+        if rank < PER_NODE {
+            // Rank 0's node: its clock, not measured.
+            assert_eq!(offset, 0, "rank {rank}");
+            assert_eq!(file["host_clock"]["error_ns"], 0, "rank {rank}");
+        } else {
+            // The other node's ranks measured an offset and its error bounds. Both
+            // "nodes" are this machine, whose one clock makes the true offset 0: it lies
+            // within the bounds (each is a bound whatever the delays).
+            let error = file["host_clock"]["error_ns"].as_u64().unwrap();
+            assert!(
+                offset.unsigned_abs() <= error && error < 100_000_000,
+                "rank {rank}: offset {offset} ns, error {error} ns"
+            );
+        }
+    }
+    // Every rank's step lies on one timeline: they all overlap the same barrier.
+    let trace = read("trace.json");
+    let steps: Vec<(f64, f64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "step" && e["ph"] == "X")
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (ts, ts + e["dur"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(steps.len(), WORLD, "{steps:?}");
+    let last_start = steps.iter().map(|s| s.0).fold(f64::MIN, f64::max);
+    let first_end = steps.iter().map(|s| s.1).fold(f64::MAX, f64::min);
+    assert!(
+        last_start <= first_end + 200_000.0,
+        "the ranks' steps do not overlap: {steps:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -64,6 +64,8 @@ pub(super) struct RankTrace<'a> {
     pub launches: &'a [LaunchTimes<'a>],
     pub spans: &'a [SpanTimes<'a>],
     pub user: &'a UserEvents<'a>,
+    /// The rank's host clock minus rank 0's and its error (ns), already taken out.
+    pub host_offset: (i64, u64),
 }
 
 const HOST: u32 = 0;
@@ -197,10 +199,12 @@ pub(super) fn write_rank(dir: &Path, rank: &RankTrace<'_>) -> Result<()> {
         None => "null".to_string(),
     };
     let body = format!(
-        "{{\"iris_trace\":1,\"run\":{},\"rank\":{},\"world\":{},\"device_clock\":{clock},\"events_overwritten\":{},\"events\":[\n{}\n]}}\n",
+        "{{\"iris_trace\":1,\"run\":{},\"rank\":{},\"world\":{},\"host_clock\":{{\"offset_ns\":{},\"error_ns\":{}}},\"device_clock\":{clock},\"events_overwritten\":{},\"events\":[\n{}\n]}}\n",
         rank.run,
         rank.rank,
         rank.world,
+        rank.host_offset.0,
+        rank.host_offset.1,
         rank.user.overwritten,
         events(rank).join(",\n")
     );

@@ -15,7 +15,9 @@
 //! Times are the host's monotonic clock in microseconds. Each rank's device times are its
 //! stream's event times, anchored at an event recorded on its idle stream when tracing
 //! started (just after every rank's context existed); ranks of one machine share the host
-//! clock, so their timelines line up to within the anchor's error (microseconds).
+//! clock, so their timelines line up to within the anchor's error (microseconds). Ranks
+//! of other nodes than rank 0's measure their clock's offset to rank 0's when tracing
+//! starts ([`host_clock`]) and write their times on rank 0's clock.
 //! Tracing off costs one branch per launch.
 //!
 //! [`World::trace`]: crate::World::trace
@@ -23,6 +25,7 @@
 
 mod chrome;
 mod device_events;
+mod host_clock;
 mod summary;
 
 pub use chrome::merge;
@@ -90,6 +93,8 @@ pub(crate) struct Tracer {
     device: String,
     anchor: Box<dyn driver::Event>,
     anchor_ns: u64,
+    /// This rank's host clock minus rank 0's, and its error (ns): 0 on rank 0's node.
+    host_offset: (i64, u64),
     records: Mutex<Records>,
     /// Events made ahead, so that a traced launch does not wait for the runtime to make
     /// two (made [`SPARE_EVENTS`] at a time).
@@ -128,6 +133,7 @@ impl Tracer {
         let mine = now_ns();
         let starts =
             crate::transport::all_gather(&**core.collective(), core.rank(), "trace start", &mine)?;
+        let host_offset = host_clock::offset_to_rank0(&**core.collective(), core.rank())?;
         core.wait_stream()?;
         let anchor = core.device().create_event()?;
         core.stream().record(&*anchor)?;
@@ -141,6 +147,7 @@ impl Tracer {
             device: core.device_info().name.clone(),
             anchor,
             anchor_ns,
+            host_offset,
             records: Mutex::new(Records::default()),
             spare: Mutex::new(make_events(core, SPARE_EVENTS)?),
             events: device_events::EventBuffer::new(core)?,
@@ -246,9 +253,13 @@ impl Tracer {
         waited?;
         let recorded = recorded.transpose()?;
         let records = self.records.into_inner().unwrap_or_else(|p| p.into_inner());
+        // Host-clock times on rank 0's clock.
+        let world_ns = |t: u64| (t as i64).saturating_sub(self.host_offset.0).max(0) as u64;
         let device_ns = |e: &dyn driver::Event| -> Result<u64> {
             let ms = self.anchor.elapsed_ms(e)?;
-            Ok(self.anchor_ns + (f64::from(ms) * 1e6).max(0.0) as u64)
+            Ok(world_ns(
+                self.anchor_ns + (f64::from(ms) * 1e6).max(0.0) as u64,
+            ))
         };
         let mut launches = Vec::with_capacity(records.launches.len());
         for l in &records.launches {
@@ -259,7 +270,7 @@ impl Tracer {
                 unit: l.unit,
                 grid: l.config.grid,
                 block: l.config.block,
-                host: (l.host_ns, l.host_end_ns),
+                host: (world_ns(l.host_ns), world_ns(l.host_end_ns)),
                 device: (start, end),
             });
         }
@@ -272,7 +283,7 @@ impl Tracer {
                 chrome::SpanTimes {
                     name: &s.name,
                     bytes: s.bytes,
-                    host: (s.host_ns, s.host_end_ns),
+                    host: (world_ns(s.host_ns), world_ns(s.host_end_ns)),
                     device: inside
                         .first()
                         .zip(inside.last())
@@ -288,6 +299,7 @@ impl Tracer {
             launches: &launches,
             spans: &spans,
             user: &user,
+            host_offset: self.host_offset,
         };
         chrome::write_rank(&self.dir, &rank)?;
         chrome::merge_if_complete(&self.dir, self.run, self.world)
