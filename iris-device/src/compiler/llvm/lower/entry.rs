@@ -73,18 +73,7 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch, trace: bool) -> Result<S
             };
             if cpu {
                 let align = slot_align(&p.ty, st)?;
-                let _ = writeln!(
-                    body,
-                    "  %slot.{slot} = getelementptr ptr, ptr %launch.args, i64 {slot}"
-                );
-                let _ = writeln!(
-                    body,
-                    "  %slot.{slot}.p = load ptr, ptr %slot.{slot}, align 8"
-                );
-                let _ = writeln!(
-                    body,
-                    "  {name} = load {st}, ptr %slot.{slot}.p, align {align}"
-                );
+                load_cpu_slot(&mut body, slot, &name, st, align);
             } else {
                 params.push(format!("{st} {name}"));
             }
@@ -140,15 +129,7 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch, trace: bool) -> Result<S
         let mut hidden = Vec::new();
         for name in ["%trace.ring", "%trace.launch"] {
             if cpu {
-                let _ = writeln!(
-                    body,
-                    "  %slot.{slot} = getelementptr ptr, ptr %launch.args, i64 {slot}"
-                );
-                let _ = writeln!(
-                    body,
-                    "  %slot.{slot}.p = load ptr, ptr %slot.{slot}, align 8"
-                );
-                let _ = writeln!(body, "  {name} = load i64, ptr %slot.{slot}.p, align 8");
+                load_cpu_slot(&mut body, slot, name, "i64", 8);
             } else {
                 params.push(format!("i64 {name}"));
             }
@@ -181,6 +162,22 @@ pub(super) fn kernel_entry(func: &Function, arch: Arch, trace: bool) -> Result<S
         body_symbol(&func.name),
         args.join(", ")
     ))
+}
+
+/// A CPU entry's load of slot `slot` (a `ty` at `args[slot]`) into `name`.
+fn load_cpu_slot(body: &mut String, slot: usize, name: &str, ty: &str, align: u32) {
+    let _ = writeln!(
+        body,
+        "  %slot.{slot} = getelementptr ptr, ptr %launch.args, i64 {slot}"
+    );
+    let _ = writeln!(
+        body,
+        "  %slot.{slot}.p = load ptr, ptr %slot.{slot}, align 8"
+    );
+    let _ = writeln!(
+        body,
+        "  {name} = load {ty}, ptr %slot.{slot}.p, align {align}"
+    );
 }
 
 /// The LLVM name of parameter `i` (its Rust name where that is a plain identifier).
