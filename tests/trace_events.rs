@@ -37,6 +37,22 @@ mod traced {
 }
 
 #[iris::kernels]
+mod waiting {
+    use iris::prelude::*;
+
+    /// Thread 0 of each block records event 5, waits for a signal nobody raises (it
+    /// gives up when the world aborts), then records event 6.
+    #[kernel]
+    pub fn mark_then_wait(flag: Symmetric<u64>) {
+        if thread_idx_x() == 0 {
+            trace_event(5, block_idx_x() as u64);
+            let seen = signal_wait_until(flag, Cmp::Eq, 1);
+            trace_event(6, seen);
+        }
+    }
+}
+
+#[iris::kernels]
 mod plain {
     use iris::prelude::*;
 
@@ -220,6 +236,58 @@ fn a_traced_world_shows_each_event_inside_its_launch() {
         assert_eq!(count("event 1"), want, "{table}");
         assert_eq!(count("event 2"), want, "{table}");
         eprintln!("{backend}:\n{table}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(feature = "trace-events")]
+#[test]
+fn a_failed_traced_world_ends_and_keeps_the_waiting_kernels_events() {
+    use std::time::{Duration, Instant};
+    for backend in backends() {
+        let dir = folder(backend).with_extension("failed");
+        let _ = std::fs::remove_dir_all(&dir);
+        let start = Instant::now();
+        let result = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(Duration::from_secs(60))
+            .trace(&dir)
+            .run(|iris| {
+                let flag = iris.symmetric_zeros::<u64>(1)?;
+                if iris.rank() == 1 {
+                    waiting::mark_then_wait::launch(iris, (2, 32), &flag)?;
+                }
+                iris.host_barrier()?;
+                if iris.rank() == 0 {
+                    std::thread::sleep(Duration::from_millis(100));
+                    panic!("a planted panic");
+                }
+                iris.synchronize()
+            });
+        let took = start.elapsed();
+        let err = result.expect_err("rank 0 panicked");
+        assert!(
+            matches!(err, iris::Error::RankPanicked { rank: 0, .. }),
+            "{backend}: {err}"
+        );
+        assert!(took < Duration::from_secs(20), "{backend}: took {took:?}");
+        // The waiting rank's file holds both events of each block: the one before the
+        // wait and the one after it gave up.
+        let text = std::fs::read_to_string(dir.join("rank-1.json"))
+            .unwrap_or_else(|e| panic!("{backend}: rank 1 wrote no trace: {e}"));
+        let rank: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let events: Vec<&serde_json::Value> = rank["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "event")
+            .collect();
+        for id in [5, 6] {
+            let n = events.iter().filter(|e| e["args"]["id"] == id).count();
+            assert_eq!(n, 2, "{backend}: event {id} once a block: {events:?}");
+        }
+        eprintln!("{backend}: a failed traced world ended in {took:.2?} with rank 1's events");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
