@@ -5,8 +5,10 @@
 //!
 //! - **Agreement.** Every rank measures every candidate in the same order on the call's
 //!   own buffers (the collectives rewrite only their output); the ranks' times are
-//!   gathered and rank 0 decides: the candidate whose slowest rank is fastest, the fixed
-//!   choice first so a tie keeps it. Rank 0's decision is what every rank uses.
+//!   gathered and rank 0 decides: the candidate whose slowest rank is fastest, if it
+//!   beats the fixed choice by at least [`MARGIN`] (else the fixed choice: a pick the
+//!   measurement's noise made would be slower as often as faster). Rank 0's decision is
+//!   what every rank uses.
 //! - **Cache.** Rank 0 writes each decision, with every candidate's time, to
 //!   `autotune.json` in `IRIS_CACHE_DIR` (default `$XDG_CACHE_HOME/iris`, else
 //!   `~/.cache/iris`) by writing a new file and renaming it over the old one; a later run
@@ -33,6 +35,20 @@ pub(crate) const ONE_SHOT_BYTES: u64 = 256 << 10;
 
 /// Timed runs of each candidate (after one untimed run).
 const RUNS: usize = 5;
+
+/// How much faster than the fixed choice (a fraction of its time) a candidate must
+/// measure to replace it.
+const MARGIN: f64 = 0.05;
+
+/// The candidate to take from each candidate's time (the fixed choice first): the
+/// fastest, where it beats the fixed choice by [`MARGIN`], else the fixed choice.
+fn pick(times: &[f64]) -> usize {
+    let best = (0..times.len()).fold(0, |b, i| if times[i] < times[b] { i } else { b });
+    match times.first() {
+        Some(&fixed) if times[best] <= fixed * (1.0 - MARGIN) => best,
+        _ => 0,
+    }
+}
 
 /// What a tuned call launches: a kernel and its blocks per launch (0: as many as the
 /// size needs, up to the slots; the fixed rule).
@@ -280,7 +296,7 @@ fn measure<T: CclElement>(
     let slowest: Vec<f64> = (0..all.len())
         .map(|i| everyone.iter().map(|t| t[i]).fold(0.0, f64::max))
         .collect();
-    let best = (0..all.len()).fold(0, |b, i| if slowest[i] < slowest[b] { i } else { b });
+    let best = pick(&slowest);
     // Rank 0 decides: its index, sent to every rank (the same on every rank, as every rank
     // computed it from the same gathered times; sent all the same, as the contract is).
     let decided = iris.all_gather(best as u32)?[0] as usize;
@@ -364,4 +380,18 @@ fn write_entry(file: &Path, key: &str, entry: serde_json::Value) -> std::io::Res
     let tmp = file.with_extension(format!("json.{}.{nth}.tmp", std::process::id()));
     std::fs::write(&tmp, serde_json::to_string_pretty(&all)?)?;
     std::fs::rename(&tmp, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidate_replaces_the_fixed_choice_only_when_clearly_faster() {
+        assert_eq!(pick(&[100.0, 97.0, 120.0]), 0, "3% is noise");
+        assert_eq!(pick(&[100.0, 94.0, 96.0]), 1);
+        assert_eq!(pick(&[100.0, 96.0, 80.0]), 2);
+        assert_eq!(pick(&[100.0]), 0);
+        assert_eq!(pick(&[]), 0);
+    }
 }
