@@ -12,7 +12,9 @@
 //! ```text
 //! cargo run --release --example message_passing -- [--ranks 2] [--elems 1,16,256] [--rounds 10000]
 //! ```
-//! `--elems` lists message sizes in 8-byte words.
+//! `--elems` lists message sizes in 8-byte words. With `--features trace-events` and
+//! `IRIS_TRACE=<dir>`, the `signals` kernels mark each round sent (event 1) and received
+//! (event 2) on the trace's timeline (`iris-trace summary <dir>/trace.json` counts them).
 
 mod common;
 

@@ -227,3 +227,39 @@ fn an_untraced_world_writes_nothing_and_a_partial_folder_is_named() {
     assert!(e.contains("no rank-1.json"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_second_world_traced_into_the_same_folder_gets_its_own() {
+    let backend = BackendKind::Cpu;
+    let dir = folder(backend, "two-worlds");
+    for ranks in [1usize, 2] {
+        World::threads(ranks)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .trace(&dir)
+            .run(|iris| {
+                let x = iris.full(256usize, 1.0f32)?;
+                user::double::launch(iris, (1, 256), &x, 256)?;
+                iris.synchronize()
+            })
+            .unwrap();
+    }
+    let steps = |path: PathBuf| {
+        op_totals(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .into_iter()
+            .find(|t| t.name == "double")
+            .map_or(0, |t| t.count)
+    };
+    assert_eq!(
+        steps(dir.join("trace.json")),
+        1,
+        "the first world, one rank"
+    );
+    assert_eq!(
+        steps(dir.join("world-2/trace.json")),
+        2,
+        "the second, two ranks"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,8 @@ pub mod signal_mailbox {
                 SignalOp::Set,
                 peer,
             );
+            // Event 1, "sent round r" (in IRIS_TRACE runs built with `trace-events`).
+            trace_event(1, round);
             sent += 1;
         }
         unsafe { *status = sent };
@@ -78,6 +80,8 @@ pub mod signal_mailbox {
             if seen < round + 1 {
                 break; // gave up: the host reports it
             }
+            // Event 2, "received round r".
+            trace_event(2, round);
             if seen != round + 1 {
                 bad_flags += 1;
                 if first_bad == 0 {

@@ -42,6 +42,30 @@ use iris_driver::{self as driver, Error, Result};
 use crate::launch::LaunchConfig;
 use crate::rank::RankCore;
 
+/// The folder a world of this process traces into when asked for `dir`: `dir` for the
+/// first world, `dir/world-<n>` for the n-th (a program that runs several worlds keeps
+/// each one's trace; every process of a world of processes runs the same worlds in the
+/// same order, so they agree).
+pub(crate) fn world_folder(dir: &Path) -> PathBuf {
+    static WORLDS: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+    let mut worlds = WORLDS.lock().unwrap_or_else(|p| p.into_inner());
+    let n = match worlds.iter_mut().find(|(d, _)| d == dir) {
+        Some((_, count)) => {
+            *count += 1;
+            *count
+        }
+        None => {
+            worlds.push((dir.to_path_buf(), 1));
+            1
+        }
+    };
+    if n == 1 {
+        dir.to_path_buf()
+    } else {
+        dir.join(format!("world-{n}"))
+    }
+}
+
 /// Now on the host's monotonic clock, in nanoseconds (the same clock in every process of
 /// a machine).
 pub(crate) fn now_ns() -> u64 {

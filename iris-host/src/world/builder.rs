@@ -137,7 +137,8 @@ impl World {
     /// Traces every rank's launches and traced calls into `dir` (default: the folder
     /// `IRIS_TRACE` names, else no tracing): each rank writes `dir/rank-<r>.json` when its
     /// context ends, and the last merges the world's into `dir/trace.json`, a Chrome trace
-    /// (see [`crate::trace`]).
+    /// (see [`crate::trace`]). A process's second world traced into the same `dir`
+    /// writes into `dir/world-2`, its third into `dir/world-3`, and so on.
     pub fn trace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.trace = Some(dir.into());
         self
@@ -180,7 +181,8 @@ impl World {
         let trace = self
             .trace
             .clone()
-            .or_else(crate::config::trace_dir_from_env);
+            .or_else(crate::config::trace_dir_from_env)
+            .map(|dir| crate::trace::world_folder(&dir));
         let ranks = match &self.ranks {
             Ranks::Threads(n) => *n,
             Ranks::Process(env) => {
