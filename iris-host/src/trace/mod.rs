@@ -9,7 +9,7 @@
 //! `iris-trace summary <dir>/trace.json` sums up.
 //!
 //! Kernels built with the `trace-events` feature add their own events
-//! (`trace_event(id, value)`, in a buffer on the rank's device: [`device_events`]), each
+//! (`trace_event(id, value)`, in a buffer on the rank's device: `device_events.rs`), each
 //! on a row of its block inside the launch that made it.
 //!
 //! Times are the host's monotonic clock in microseconds. Each rank's device times are its
@@ -17,7 +17,7 @@
 //! started (just after every rank's context existed); ranks of one machine share the host
 //! clock, so their timelines line up to within the anchor's error (microseconds). Ranks
 //! of other nodes than rank 0's measure their clock's offset to rank 0's when tracing
-//! starts ([`host_clock`]) and write their times on rank 0's clock.
+//! starts (`host_clock.rs`) and write their times on rank 0's clock.
 //! Tracing off costs one branch per launch.
 //!
 //! [`World::trace`]: crate::World::trace
