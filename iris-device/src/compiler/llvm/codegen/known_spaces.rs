@@ -89,13 +89,13 @@ fn rewrite(line: &str, defs: &HashMap<&str, &str>, n: usize) -> Option<String> {
     if let Some(rest) = call.strip_prefix("i1 @llvm.nvvm.isspacep.") {
         let (space, arg) = rest.split_once('(')?;
         let space = space_number(space)?;
-        let known = space_of_operand(call_operand(arg)?, defs, &mut HashSet::new(), 0)?;
+        let known = Provenance::new(defs).operand(call_operand(arg)?)?;
         let value = if known == space { "true" } else { "false" };
         return Some(format!("  {name} = and i1 {value}, {value}\n"));
     }
     let rest = call.strip_prefix("i64 asm \"cvta.to.shared.u64 $0, $1;\", \"=l,l\"(")?;
     let operand = call_operand(rest)?;
-    if space_of_operand(operand, defs, &mut HashSet::new(), 0)? != 3 {
+    if Provenance::new(defs).operand(operand)? != 3 {
         return None;
     }
     let shared = format!("%iris.shared.{n}");
@@ -126,16 +126,6 @@ fn call_operand(args: &str) -> Option<&str> {
     Some(v.trim())
 }
 
-/// The address space `value` (a `ptr` operand's text) provably points into.
-fn space_of_operand<'a>(
-    value: &'a str,
-    defs: &HashMap<&'a str, &'a str>,
-    visiting: &mut HashSet<&'a str>,
-    depth: u32,
-) -> Option<u32> {
-    space(value, defs, visiting, depth).and_then(Space::known)
-}
-
 /// What is known of a pointer's space: a space, or nothing yet (a `phi` on its own cycle).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Space {
@@ -143,98 +133,98 @@ enum Space {
     Pending,
 }
 
-impl Space {
-    fn known(self) -> Option<u32> {
-        match self {
+/// Follows pointers' definitions within one function.
+struct Provenance<'f, 'a> {
+    /// Each value's defining instruction.
+    defs: &'f HashMap<&'a str, &'a str>,
+    /// The values whose space is being found (a `phi` cycle meets one again).
+    visiting: HashSet<&'a str>,
+}
+
+impl<'f, 'a> Provenance<'f, 'a> {
+    fn new(defs: &'f HashMap<&'a str, &'a str>) -> Self {
+        Self {
+            defs,
+            visiting: HashSet::new(),
+        }
+    }
+
+    /// The address space `value` (a `ptr` operand's text) provably points into.
+    fn operand(&mut self, value: &'a str) -> Option<u32> {
+        match self.space(value, 0)? {
             Space::Known(n) => Some(n),
             Space::Pending => None,
         }
     }
-}
 
-fn space<'a>(
-    value: &'a str,
-    defs: &HashMap<&'a str, &'a str>,
-    visiting: &mut HashSet<&'a str>,
-    depth: u32,
-) -> Option<Space> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    let value = value.trim();
-    if value.starts_with('%') {
-        let name = value.split([' ', ',', ')']).next()?;
-        if visiting.contains(name) {
-            return Some(Space::Pending);
+    fn space(&mut self, value: &'a str, depth: u32) -> Option<Space> {
+        if depth > MAX_DEPTH {
+            return None;
         }
-        let rhs = defs.get(name)?;
-        visiting.insert(name);
-        let found = space_of_definition(rhs, defs, visiting, depth + 1);
-        visiting.remove(name);
-        return found;
+        let value = value.trim();
+        if value.starts_with('%') {
+            let name = value.split([' ', ',', ')']).next()?;
+            if self.visiting.contains(name) {
+                return Some(Space::Pending);
+            }
+            let rhs = *self.defs.get(name)?;
+            self.visiting.insert(name);
+            let found = self.definition(rhs, depth + 1);
+            self.visiting.remove(name);
+            return found;
+        }
+        // Constant expressions.
+        if let Some(rest) = value.strip_prefix("addrspacecast (ptr addrspace(") {
+            return cast_from(rest);
+        }
+        if value.starts_with("getelementptr") {
+            let (_, base) = value.split_once(", ptr ")?;
+            return self.space(base, depth + 1);
+        }
+        None
     }
-    // Constant expressions.
-    if let Some(rest) = value.strip_prefix("addrspacecast (ptr addrspace(") {
-        return cast_from(rest);
+
+    /// The space of the value an instruction `rhs` defines.
+    fn definition(&mut self, rhs: &'a str, depth: u32) -> Option<Space> {
+        if let Some(rest) = rhs.strip_prefix("addrspacecast ptr addrspace(") {
+            return rhs.ends_with(" to ptr").then(|| cast_from(rest)).flatten();
+        }
+        if rhs.starts_with("getelementptr ") {
+            let (_, base) = rhs.split_once(", ptr ")?;
+            return self.space(base, depth);
+        }
+        if let Some(rest) = rhs.strip_prefix("phi ptr ") {
+            let incoming = rest
+                .split("], [")
+                .map(|arm| arm.trim_matches(|c| c == '[' || c == ']' || c == ' '))
+                .map(|arm| arm.split(',').next().unwrap_or(""));
+            return self.merge(incoming, depth);
+        }
+        if let Some(rest) = rhs.strip_prefix("select i1 ") {
+            return self.merge(rest.split(", ptr ").skip(1), depth);
+        }
+        None
     }
-    if value.starts_with("getelementptr") {
-        let (_, base) = value.split_once(", ptr ")?;
-        return space(base, defs, visiting, depth + 1);
+
+    /// One space for all of `values` (those on a cycle through the value asked about do
+    /// not count), or nothing.
+    fn merge(&mut self, values: impl Iterator<Item = &'a str>, depth: u32) -> Option<Space> {
+        let mut known = None;
+        for v in values {
+            match self.space(v, depth)? {
+                Space::Pending => {}
+                Space::Known(n) if known.is_none_or(|k| k == n) => known = Some(n),
+                Space::Known(_) => return None,
+            }
+        }
+        Some(known.map_or(Space::Pending, Space::Known))
     }
-    None
 }
 
 /// `N) ...` after `addrspace(`, when the cast is to a generic pointer.
 fn cast_from(rest: &str) -> Option<Space> {
     let (n, _) = rest.split_once(')')?;
     n.parse().ok().map(Space::Known)
-}
-
-/// The space of the value an instruction `rhs` defines.
-fn space_of_definition<'a>(
-    rhs: &'a str,
-    defs: &HashMap<&'a str, &'a str>,
-    visiting: &mut HashSet<&'a str>,
-    depth: u32,
-) -> Option<Space> {
-    if let Some(rest) = rhs.strip_prefix("addrspacecast ptr addrspace(") {
-        return rhs.ends_with(" to ptr").then(|| cast_from(rest)).flatten();
-    }
-    if rhs.starts_with("getelementptr ") {
-        let (_, base) = rhs.split_once(", ptr ")?;
-        return space(base, defs, visiting, depth);
-    }
-    if let Some(rest) = rhs.strip_prefix("phi ptr ") {
-        let incoming = rest
-            .split("], [")
-            .map(|arm| arm.trim_matches(|c| c == '[' || c == ']' || c == ' '))
-            .map(|arm| arm.split(',').next().unwrap_or(""));
-        return merge(incoming, defs, visiting, depth);
-    }
-    if let Some(rest) = rhs.strip_prefix("select i1 ") {
-        let arms = rest.split(", ptr ").skip(1);
-        return merge(arms, defs, visiting, depth);
-    }
-    None
-}
-
-/// One space for all of `values` (those on a cycle through the value asked about do not
-/// count), or nothing.
-fn merge<'a>(
-    values: impl Iterator<Item = &'a str>,
-    defs: &HashMap<&'a str, &'a str>,
-    visiting: &mut HashSet<&'a str>,
-    depth: u32,
-) -> Option<Space> {
-    let mut known = None;
-    for v in values {
-        match space(v, defs, visiting, depth)? {
-            Space::Pending => {}
-            Space::Known(n) if known.is_none_or(|k| k == n) => known = Some(n),
-            Space::Known(_) => return None,
-        }
-    }
-    Some(known.map_or(Space::Pending, Space::Known))
 }
 
 #[cfg(test)]
