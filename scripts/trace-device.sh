@@ -8,7 +8,7 @@
 #
 # Needs in .device-bundle/, made here with
 #   scripts/device-bundle.sh --release --features trace-events test:trace test:trace_events \
-#       bench:trace_events example:all_reduce
+#       test:processes_e2e bench:trace_events example:all_reduce
 #   scripts/device-bundle.sh --append --release -p iris-host bin:iris-trace
 # OUT, when set, gets the logs (trace-*.log), the all_reduce trace (trace/) and the table
 # (trace.txt).
@@ -22,6 +22,8 @@ for t in trace trace_events; do
     exe="$bundle/test-iris-$t"
     [[ -x $exe ]] && repeat "test $t" "$runs" 120 "$exe" --test-threads=1
 done
+exe="$bundle/test-iris-processes_e2e"
+[[ -x $exe ]] && repeat "test processes_e2e (traced)" 5 120 "$exe" --test-threads=1 a_traced_world
 
 bench="$bundle/bench-iris-trace_events"
 if [[ -x $bench ]]; then

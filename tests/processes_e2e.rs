@@ -34,6 +34,28 @@ pub fn count(counter: Symmetric<u32>, world: u32) {
     }
 }
 
+/// Thread 0 of each block records event 3 with the rank (with `trace-events`) and sets
+/// the block's flag in `out`.
+#[iris::kernel]
+pub fn marked(out: *mut u32, me: u32) {
+    if thread_idx_x() == 0 {
+        trace_event(3, me as u64);
+        unsafe { *out.add(block_idx_x() as usize) = 1 };
+    }
+}
+
+/// A traced world of processes (`IRIS_TRACE` from the parent): each rank launches
+/// `marked` on 2 blocks.
+fn traced_rank() -> iris::Result<String> {
+    let results = World::from_env()?.heap_bytes(1 << 20).run(|iris| {
+        let out = iris.zeros::<u32>(2)?;
+        marked::launch(iris, (2, 32), &out, iris.rank() as u32)?;
+        iris.synchronize()?;
+        Ok(out.to_vec()?.iter().sum::<u32>())
+    })?;
+    Ok(format!("traced: {results:?}"))
+}
+
 /// Every rank's address of one allocation (what an external system's exchange yields).
 fn peers_of<T: iris::Pod>(b: &iris::SymmetricBuffer<'_, T>, world: usize) -> Vec<u64> {
     (0..world).map(|r| b.peer_addr(r).unwrap_or(0)).collect()
@@ -159,6 +181,16 @@ fn child() {
     let Ok(role) = std::env::var(ROLE) else {
         return;
     };
+    if role == "traced" {
+        match traced_rank() {
+            Ok(msg) => println!("E2E-OK {msg}"),
+            Err(e) => {
+                eprintln!("E2E-ERROR {e}");
+                std::process::exit(3);
+            }
+        }
+        return;
+    }
     if role == "ccl_across_nodes" {
         match ccl_across_nodes() {
             Ok(msg) => println!("E2E-OK {msg}"),
@@ -401,5 +433,54 @@ fn heap_and_shmem_over_the_network_rendezvous() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn a_traced_world_of_processes_merges_every_rank_s_events() {
+    for backend in backends() {
+        let dir = std::env::temp_dir().join(format!(
+            "iris-e2e-trace-{}-{}",
+            backend.name(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let world = 3usize;
+        let dir_text = dir.to_string_lossy().into_owned();
+        let outs = run_job_with(backend, "traced", world, |_| {
+            vec![("IRIS_TRACE", dir_text.clone())]
+        });
+        for (rank, (ok, text)) in outs.iter().enumerate() {
+            assert!(ok, "{backend}: rank {rank}:\n{text}");
+            assert!(
+                text.contains("traced: [2]"),
+                "{backend}: rank {rank}:\n{text}"
+            );
+        }
+        let path = dir.join("trace.json");
+        let trace: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{backend}: {}: {e}", path.display())),
+        )
+        .unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        for rank in 0..world as u64 {
+            let kernels = events
+                .iter()
+                .filter(|e| e["pid"] == rank && e["cat"] == "kernel" && e["name"] == "marked")
+                .count();
+            assert_eq!(kernels, 1, "{backend}: rank {rank}");
+            let marks: Vec<&serde_json::Value> = events
+                .iter()
+                .filter(|e| e["pid"] == rank && e["cat"] == "event")
+                .collect();
+            let want = if cfg!(feature = "trace-events") { 2 } else { 0 };
+            assert_eq!(marks.len(), want, "{backend}: rank {rank}: {marks:?}");
+            for m in marks {
+                assert_eq!(m["args"]["value"], rank, "{backend}: {m}");
+                assert_eq!(m["args"]["id"], 3, "{backend}: {m}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
