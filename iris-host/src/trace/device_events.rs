@@ -28,10 +28,15 @@ const MAX_EVENTS: u64 = 1 << 16;
 /// Events a block ring keeps: `IRIS_TRACE_EVENTS` rounded up to a power of two (0: no
 /// device events are recorded).
 pub(super) fn events_per_block() -> Result<u64> {
-    match std::env::var("IRIS_TRACE_EVENTS") {
-        Err(_) => Ok(DEFAULT_EVENTS),
-        Ok(v) if v.trim().is_empty() => Ok(DEFAULT_EVENTS),
-        Ok(v) => match v.trim().parse::<u64>() {
+    parse_events(std::env::var("IRIS_TRACE_EVENTS").ok().as_deref())
+}
+
+/// [`events_per_block`] from the variable's value.
+fn parse_events(value: Option<&str>) -> Result<u64> {
+    match value {
+        None => Ok(DEFAULT_EVENTS),
+        Some(v) if v.trim().is_empty() => Ok(DEFAULT_EVENTS),
+        Some(v) => match v.trim().parse::<u64>() {
             Ok(0) => Ok(0),
             Ok(n) if n <= MAX_EVENTS => Ok(n.next_power_of_two()),
             _ => Err(Error::InvalidConfig(format!(
@@ -214,6 +219,19 @@ mod tests {
         let windows = [(1000, 1000), (2000, 2000), (5000, 5000)];
         let (offset, _) = clock_offset(&events, &windows).unwrap();
         assert_eq!(offset, 1900);
+    }
+
+    #[test]
+    fn the_events_a_block_keeps_come_from_the_setting() {
+        assert_eq!(parse_events(None).unwrap(), DEFAULT_EVENTS);
+        assert_eq!(parse_events(Some(" ")).unwrap(), DEFAULT_EVENTS);
+        assert_eq!(parse_events(Some("0")).unwrap(), 0);
+        assert_eq!(parse_events(Some("100")).unwrap(), 128);
+        assert_eq!(parse_events(Some("65536")).unwrap(), 65536);
+        for bad in ["65537", "-1", "many"] {
+            let e = parse_events(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("IRIS_TRACE_EVENTS"), "{e}");
+        }
     }
 
     #[test]
