@@ -1,6 +1,7 @@
 """The extension on the cpu backend: no GPU, no PyTorch. Argument checks, errors, iris's
 own heap, adoption through a handle-shaped object, and two ranks as processes."""
 
+import json
 import os
 import subprocess
 import sys
@@ -176,6 +177,18 @@ class FakeCudaTensor:
 
     def is_contiguous(self):
         return True
+
+
+def test_trace(tmp_path, monkeypatch):
+    """IRIS_TRACE reaches contexts made from Python: the world's trace.json holds the call."""
+    monkeypatch.setenv("IRIS_TRACE", str(tmp_path))
+    with iris_rs.Context(backend="cpu", heap_bytes=1 << 20) as c:
+        x = iris_rs.from_numpy(c, np.ones(64, dtype=np.float32))
+        out = c.zeros(64, "float32")
+        c.all_reduce(x, out, op="sum", algo="one_shot")
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    calls = [e for e in trace["traceEvents"] if e.get("name") == "ccl::all_reduce"]
+    assert calls and all(e["pid"] == 0 for e in calls)
 
 
 def test_other_context_and_closed():
