@@ -181,33 +181,15 @@ fn child() {
     let Ok(role) = std::env::var(ROLE) else {
         return;
     };
-    if role == "traced" {
-        match traced_rank() {
-            Ok(msg) => println!("E2E-OK {msg}"),
-            Err(e) => {
-                eprintln!("E2E-ERROR {e}");
-                std::process::exit(3);
-            }
-        }
-        return;
-    }
-    if role == "ccl_across_nodes" {
-        match ccl_across_nodes() {
-            Ok(msg) => println!("E2E-OK {msg}"),
-            Err(e) => {
-                eprintln!("E2E-ERROR {e}");
-                std::process::exit(3);
-            }
-        }
-        return;
-    }
-    let provider = match role.as_str() {
-        "heap" => ProviderKind::Heap,
-        "ipc" => ProviderKind::Ipc,
-        "shmem" => ProviderKind::Shmem,
-        _ => ProviderKind::External,
+    let result = match role.as_str() {
+        "traced" => traced_rank(),
+        "ccl_across_nodes" => ccl_across_nodes(),
+        "heap" => rank_main(ProviderKind::Heap),
+        "ipc" => rank_main(ProviderKind::Ipc),
+        "shmem" => rank_main(ProviderKind::Shmem),
+        _ => rank_main(ProviderKind::External),
     };
-    match rank_main(provider) {
+    match result {
         Ok(msg) => println!("E2E-OK {msg}"),
         Err(e) => {
             eprintln!("E2E-ERROR {e}");
