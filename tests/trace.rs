@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::backends;
+use common::{backends, trace_folder};
 use iris::ccl::{self, AllReduceAlgo, Ccl, ReduceOp};
 use iris::trace::{merge, op_totals, summary};
 use iris::{BackendKind, World};
@@ -25,17 +25,6 @@ mod user {
             unsafe { *x.add(i as usize) *= 2.0 };
         }
     }
-}
-
-/// A fresh folder for one backend's trace.
-fn folder(backend: BackendKind, what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "iris-trace-{what}-{}-{}",
-        backend.name(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 /// The complete (`"X"`) events of rank `pid` on thread `tid`, by start time.
@@ -142,7 +131,7 @@ fn check_trace(path: &Path, world: u64, rounds: usize) -> Result<(), String> {
 #[test]
 fn a_traced_world_writes_one_trace_that_nests_and_adds_up() {
     for backend in backends() {
-        let dir = folder(backend, "world");
+        let dir = trace_folder(backend, "world");
         let (world, rounds, n) = (2usize, 3usize, 1024usize);
         let tracing = World::threads(world)
             .backend(backend)
@@ -199,7 +188,7 @@ fn a_traced_world_writes_one_trace_that_nests_and_adds_up() {
 #[test]
 fn an_untraced_world_writes_nothing_and_a_partial_folder_is_named() {
     let backend = BackendKind::Cpu;
-    let dir = folder(backend, "partial");
+    let dir = trace_folder(backend, "partial");
     let traced = World::threads(1)
         .backend(backend)
         .heap_bytes(1 << 20)
@@ -231,7 +220,7 @@ fn an_untraced_world_writes_nothing_and_a_partial_folder_is_named() {
 #[test]
 fn a_second_world_traced_into_the_same_folder_gets_its_own() {
     let backend = BackendKind::Cpu;
-    let dir = folder(backend, "two-worlds");
+    let dir = trace_folder(backend, "two-worlds");
     for ranks in [1usize, 2] {
         World::threads(ranks)
             .backend(backend)

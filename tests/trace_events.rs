@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::backends;
-use iris::{BackendKind, World};
+use common::{backends, trace_folder};
+use iris::World;
 
 #[iris::kernels]
 mod traced {
@@ -87,16 +85,6 @@ fn expected() -> u32 {
     (0..ROUNDS).fold(0, |v, _| (v + 1) * 2)
 }
 
-fn folder(backend: BackendKind) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "iris-trace-events-{}-{}",
-        backend.name(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 #[test]
 fn a_tracing_kernel_runs_the_same_untraced() {
     let spec = traced::marks::UNIT.kernels[0];
@@ -118,9 +106,9 @@ fn a_tracing_kernel_runs_the_same_untraced() {
 #[test]
 fn without_the_feature_kernels_record_no_events() {
     eprintln!("built without `trace-events`: trace_event compiles to nothing; checking that");
-    let dir = folder(BackendKind::Cpu);
+    let dir = trace_folder(iris::BackendKind::Cpu, "events");
     World::threads(1)
-        .backend(BackendKind::Cpu)
+        .backend(iris::BackendKind::Cpu)
         .heap_bytes(1 << 20)
         .trace(&dir)
         .run(rounds)
@@ -135,7 +123,7 @@ fn without_the_feature_kernels_record_no_events() {
 fn a_traced_world_shows_each_event_inside_its_launch() {
     use serde_json::Value;
     for backend in backends() {
-        let dir = folder(backend);
+        let dir = trace_folder(backend, "events");
         let world = 2u64;
         let results = World::threads(world as usize)
             .backend(backend)
@@ -245,8 +233,7 @@ fn a_traced_world_shows_each_event_inside_its_launch() {
 fn a_failed_traced_world_ends_and_keeps_the_waiting_kernels_events() {
     use std::time::{Duration, Instant};
     for backend in backends() {
-        let dir = folder(backend).with_extension("failed");
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = trace_folder(backend, "events-failed");
         let start = Instant::now();
         let result = World::threads(2)
             .backend(backend)

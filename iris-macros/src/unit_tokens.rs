@@ -49,13 +49,15 @@ fn kernel_spec(f: &Function, peer_checks: bool, trace_events: bool) -> TokenStre
 /// `pub static <name>: iris::abi::KernelUnit = ...;` for the compiled unit, registered in
 /// `iris::abi::KERNEL_UNITS` (every unit of the program, preloaded by each context).
 pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
+    // Whether the unit's kernels take the trace's hidden slots (a walk of the whole unit).
+    let trace_events = unit.ir.trace_param();
     let abi = crate::paths::abi();
     let kernels = unit
         .ir
         .functions
         .iter()
         .filter(|f| f.is_kernel)
-        .map(|f| kernel_spec(f, unit.ir.peer_checks, unit.ir.trace_param()));
+        .map(|f| kernel_spec(f, unit.ir.peer_checks, trace_events));
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {

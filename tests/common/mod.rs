@@ -114,3 +114,14 @@ pub fn for_every_world(
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A fresh (emptied) folder for a traced world of `backend`'s, named by `what`.
+pub fn trace_folder(backend: BackendKind, what: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "iris-trace-{what}-{}-{}",
+        backend.name(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}

@@ -10,7 +10,7 @@
 //! error, half their width, goes into the rank's file). Where the launches disagree (a
 //! clock that drifted), the median of each launch's own middle is taken.
 
-use iris_device::abi::trace::{buffer_bytes, record_word, HEADER_WORDS, RECORD_WORDS};
+use iris_device::abi::trace::{buffer_bytes, record_word, HEADER_WORDS};
 use iris_device::abi::KERNEL_UNITS;
 use iris_driver::{Error, Result};
 
@@ -120,7 +120,6 @@ impl EventBuffer {
                 });
             }
         }
-        debug_assert_eq!(RECORD_WORDS, 4);
         recorded.events.sort_by_key(|e| (e.launch, e.device_ns));
         Ok(recorded)
     }
@@ -159,8 +158,7 @@ pub(super) fn clock_offset(events: &[DeviceEvent], windows: &[(u64, u64)]) -> Op
     let mut low = i64::MIN;
     let mut high = i64::MAX;
     let mut middles = Vec::new();
-    let mut launch_events = events.chunk_by(|a, b| a.launch == b.launch);
-    for group in &mut launch_events {
+    for group in events.chunk_by(|a, b| a.launch == b.launch) {
         let serial = group[0].launch as usize;
         let Some(&(start, end)) = serial.checked_sub(1).and_then(|i| windows.get(i)) else {
             continue;
