@@ -20,6 +20,7 @@
 //!
 //! ```text
 //! cargo bench --bench ccl_ops -- [--ranks 4] [--iters 20] [--tokens 4096]
+//!     [--gemm MxNxK[,MxNxK..]] [--only gemm]
 //! ```
 //! On the CPU backend it runs small shapes once (a check that it works, not a speed).
 //! The last lines are a table: case, ms (median over iters, slowest rank), GB/s, and the
@@ -215,14 +216,35 @@ struct Shapes {
     top_k: usize,
     experts_per_rank: usize,
     norm_rows: Vec<usize>,
-    /// The fused GEMMs' (rows a rank, n, k), if any.
-    gemm: Option<(usize, usize, usize)>,
+    /// The fused GEMMs' shapes: (rows a rank, n, k).
+    gemm: Vec<(usize, usize, usize)>,
+    /// Only the fused GEMMs (`--only gemm`).
+    only_gemm: bool,
 }
 
 fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
+    let ccl = Ccl::new(iris)?;
+    let mut rows = if s.only_gemm {
+        Vec::new()
+    } else {
+        collective_rows(iris, &ccl, s, iters)?
+    };
+    // The fused GEMMs against the unfused sequences (all_gather then one GEMM; one GEMM
+    // then reduce_scatter; one GEMM then all_reduce, the better algorithm), with B as
+    // k x n (staged_128) and transposed (warpgroup_256, Hopper's wgmma).
+    for &shape in &s.gemm {
+        for transposed in [false, true] {
+            rows.extend(gemm_rows(iris, &ccl, shape, transposed, iters)?);
+        }
+    }
+    ccl.synchronize()?;
+    Ok(rows)
+}
+
+/// all_to_all_v, MoE dispatch and combine, all_reduce_rmsnorm.
+fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
     let world = iris.world_size();
     let me = iris.rank();
-    let ccl = Ccl::new(iris)?;
     let mut rows = Vec::new();
     let (tokens, hidden, top_k) = (s.tokens, s.hidden, s.top_k);
     let experts = s.experts_per_rank * world;
@@ -235,9 +257,9 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
         let counts = iris.symmetric_from_slice(&vec![(n / world) as u64; world])?;
         let recv_counts = iris.symmetric_zeros::<u64>(world)?;
         let v = time(iris, iters, || {
-            ccl::all_to_all_v(&ccl, &input, &counts, &output, &recv_counts).map(|_| ())
+            ccl::all_to_all_v(ccl, &input, &counts, &output, &recv_counts).map(|_| ())
         })?;
-        let fixed = time(iris, iters, || ccl::all_to_all(&ccl, &input, &output))?;
+        let fixed = time(iris, iters, || ccl::all_to_all(ccl, &input, &output))?;
         let bytes = (n * 2 * world) as f64; // every rank's input, read once and written once
         let ceiling = copy_ms(iris, n * 2 * world, iters)?;
         rows.push(Row {
@@ -292,15 +314,15 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
             experts,
             capacity,
         };
-        let moe = Moe::new(&ccl, shape)?;
+        let moe = Moe::new(ccl, shape)?;
         let x = iris.full(tokens * hidden, bf16::from_f32(0.5))?;
         let idx = iris.from_slice(&ids)?;
         let weights = iris.full(tokens * top_k, 0.125f32)?;
         let recv = iris.symmetric_zeros::<bf16>(capacity * hidden)?;
         let out = iris.zeros::<bf16>(tokens * hidden)?;
-        let dispatch = time(iris, iters, || moe.dispatch(&ccl, &x, &idx, &recv))?;
+        let dispatch = time(iris, iters, || moe.dispatch(ccl, &x, &idx, &recv))?;
         let combine = time(iris, iters, || {
-            moe.combine(&ccl, &recv, &idx, &weights, &out)
+            moe.combine(ccl, &recv, &idx, &weights, &out)
         })?;
         moe.check()?;
 
@@ -341,12 +363,12 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
                 send_rows as u64,
                 vectors,
             )?;
-            ccl::all_to_all_v(&ccl, &send, &send_counts, &arrived, &recv_counts).map(|_| ())
+            ccl::all_to_all_v(ccl, &send, &send_counts, &arrived, &recv_counts).map(|_| ())
         })?;
         let backv = back.local_ptr().cast::<[bf16; 8]>();
         let outv = out.device_ptr().cast::<[bf16; 8]>();
         let unfused_combine = time(iris, iters, || {
-            ccl::all_to_all_v(&ccl, &arrived, &recv_counts, &back, &send_counts)?;
+            ccl::all_to_all_v(ccl, &arrived, &recv_counts, &back, &send_counts)?;
             unfused::weighted_gather::launch(
                 iris,
                 blocks(tokens),
@@ -414,10 +436,10 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
         );
         for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
             fused.push(time(iris, iters, || {
-                ccl::all_reduce_rmsnorm(&ccl, &input, &residual, &gamma, 1e-6, &output, algo)
+                ccl::all_reduce_rmsnorm(ccl, &input, &residual, &gamma, 1e-6, &output, algo)
             })?);
             unfused_ms.push(time(iris, iters, || {
-                ccl::all_reduce(&ccl, &input, &reduced, ccl::ReduceOp::Sum, algo)?;
+                ccl::all_reduce(ccl, &input, &reduced, ccl::ReduceOp::Sum, algo)?;
                 unfused::add_rmsnorm::launch(
                     iris,
                     blocks(norm_rows),
@@ -455,15 +477,6 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
             });
         }
     }
-    // The fused GEMMs against the unfused sequences (all_gather then one GEMM; one GEMM
-    // then reduce_scatter; one GEMM then all_reduce, the better algorithm), with B as
-    // k x n (staged_128) and transposed (warpgroup_256, Hopper's wgmma).
-    if let Some((m, n, k)) = s.gemm {
-        for transposed in [false, true] {
-            rows.extend(gemm_rows(iris, &ccl, (m, n, k), transposed, iters)?);
-        }
-    }
-    ccl.synchronize()?;
     Ok(rows)
 }
 
@@ -535,20 +548,30 @@ fn gemm_rows(
     let a = iris.symmetric_full(m * k, bf16::from_f32(0.5))?;
     let c = iris.symmetric_zeros::<f32>(world * m * n)?;
     let gathered = iris.symmetric_zeros::<bf16>(world * m * k)?;
-    let fused = time(iris, iters, || {
-        ccl::all_gather_matmul(ccl, &a, as_b(), &c, k)
-    })?;
     let unfused = time(iris, iters, || {
         ccl::all_gather(ccl, &a, &gathered, ccl::AllGatherAlgo::Push)?;
         gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
     })?;
-    rows.push(gemm_row(
-        format!("all_gather_matmul {}x{n}x{k} bf16 ({kernel})", world * m),
-        fused,
-        flops(world * m),
-        "all_gather + GEMM",
-        unfused,
-    ));
+    // Both ways of bringing A's rows (`Auto` takes in place where the ranks share a
+    // device, copied ahead across devices).
+    for (algo, how) in [
+        (ccl::AllGatherMatmulAlgo::InPlace, "in place"),
+        (ccl::AllGatherMatmulAlgo::CopyAhead, "copied ahead"),
+    ] {
+        let fused = time(iris, iters, || {
+            ccl::all_gather_matmul_with(ccl, &a, as_b(), &c, k, algo)
+        })?;
+        rows.push(gemm_row(
+            format!(
+                "all_gather_matmul {}x{n}x{k} bf16 ({kernel}, {how})",
+                world * m
+            ),
+            fused,
+            flops(world * m),
+            "all_gather + GEMM",
+            unfused,
+        ));
+    }
     // matmul_reduce_scatter / matmul_all_reduce: M = world * m rows, k a rank's share.
     let big = world * m;
     let a = iris.full(big * k, bf16::from_f32(0.5))?;
@@ -614,6 +637,24 @@ fn gemm_rows(
     Ok(rows)
 }
 
+/// `--gemm MxNxK[,MxNxK..]` (rows a rank, n, k), if given.
+fn gemm_shapes() -> Option<Vec<(usize, usize, usize)>> {
+    let text = arg::<String>("--gemm")?;
+    let shape = |s: &str| -> Option<(usize, usize, usize)> {
+        let v: Vec<usize> = s
+            .split('x')
+            .map(|d| d.parse().ok())
+            .collect::<Option<_>>()?;
+        (v.len() == 3).then(|| (v[0], v[1], v[2]))
+    };
+    let shapes: Option<Vec<_>> = text.split(',').map(shape).collect();
+    if shapes.is_none() {
+        eprintln!("ccl_ops: --gemm {text}: expected MxNxK[,MxNxK..] (rows a rank, n, k)");
+        std::process::exit(2);
+    }
+    shapes
+}
+
 /// A GEMM row: its rate in TFLOP/s goes in the GB/s column (said in the case's name).
 fn gemm_row(case: String, ms: f64, flops: f64, against: &str, other: f64) -> Row {
     Row {
@@ -631,6 +672,7 @@ fn main() -> std::process::ExitCode {
     let probe = World::threads(1).run(|iris| Ok(iris.backend_kind()));
     let gpu = !matches!(probe.as_deref(), Ok([BackendKind::Cpu]) | Err(_));
     let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
+    let only_gemm = arg::<String>("--only").is_some_and(|o| o == "gemm");
     let shapes = if gpu {
         Shapes {
             tokens: arg("--tokens").unwrap_or(4096),
@@ -638,7 +680,10 @@ fn main() -> std::process::ExitCode {
             top_k: 8,
             experts_per_rank: 256 / ranks.max(1),
             norm_rows: vec![128, 4096],
-            gemm: Some((1024, 4096, 4096)),
+            // A square GEMM, then a tensor-parallel column shard (n = 4096 / 4): more
+            // communication per multiply.
+            gemm: gemm_shapes().unwrap_or(vec![(1024, 4096, 4096), (1024, 1024, 4096)]),
+            only_gemm,
         }
     } else {
         Shapes {
@@ -647,7 +692,8 @@ fn main() -> std::process::ExitCode {
             top_k: 4,
             experts_per_rank: 4,
             norm_rows: vec![16],
-            gemm: Some((128, 256, 64)),
+            gemm: gemm_shapes().unwrap_or(vec![(128, 256, 64)]),
+            only_gemm,
         }
     };
     let heap = if gpu { 6usize << 30 } else { 64 << 20 };

@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use common::for_every_world;
-use iris::ccl::{self, AllReduceAlgo, Ccl, FloatElement};
+use iris::ccl::{self, AllGatherMatmulAlgo, AllReduceAlgo, Ccl, FloatElement};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
 use rand::rngs::StdRng;
@@ -244,20 +244,38 @@ fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<
         iris.from_slice(&to_bf16(&b))
     };
 
-    // all_gather_matmul: every rank's 128 rows, times this rank's own B.
-    let a_rows: Vec<Vec<f32>> = (0..world).map(|r| matrix(10 + r as u64, m * k)).collect();
-    let b_mine = matrix(100 + me as u64, k * n);
-    let a = iris.symmetric_from_slice(&to_bf16(&a_rows[me]))?;
-    let b = upload_b(&b_mine)?;
-    let want = host_gemm(&a_rows.concat(), &b_mine, world * m, n, k);
-    for call in 0..2 {
-        let c = iris.symmetric_full(world * m * n, f32::NAN)?;
-        ccl::all_gather_matmul(ccl, &a, layout_of(&b, transposed), &c, k)?;
-        ccl.synchronize()?;
-        if c.to_vec()? != want {
-            problems.push(format!(
-                "all_gather_matmul with {layout} (rank {me}, call {call}): C differs from the host's"
-            ));
+    // all_gather_matmul: every rank's rows, times this rank's own B; the rows read in
+    // place, and copied ahead (twice: the task counter and the flags carry over; then,
+    // up to 4 ranks, two block rows a rank with three k steps: the copy's vector loop
+    // and its remainder). (algo, m, k, calls)
+    let mut gathers = vec![
+        (AllGatherMatmulAlgo::Auto, m, k, 2),
+        (AllGatherMatmulAlgo::InPlace, m, k, 1),
+        (AllGatherMatmulAlgo::CopyAhead, m, k, 2),
+    ];
+    if world <= 4 {
+        gathers.push((AllGatherMatmulAlgo::CopyAhead, 2 * m, k + 64, 1));
+    }
+    for (algo, m, k, calls) in gathers {
+        let a_rows: Vec<Vec<f32>> = (0..world).map(|r| matrix(10 + r as u64, m * k)).collect();
+        let b_mine = matrix(100 + me as u64, k * n);
+        let a = iris.symmetric_from_slice(&to_bf16(&a_rows[me]))?;
+        let b = if transposed {
+            iris.from_slice(&to_bf16(&transpose(&b_mine, k, n)))?
+        } else {
+            iris.from_slice(&to_bf16(&b_mine))?
+        };
+        let want = host_gemm(&a_rows.concat(), &b_mine, world * m, n, k);
+        for call in 0..calls {
+            let c = iris.symmetric_full(world * m * n, f32::NAN)?;
+            ccl::all_gather_matmul_with(ccl, &a, layout_of(&b, transposed), &c, k, algo)?;
+            ccl.synchronize()?;
+            if c.to_vec()? != want {
+                problems.push(format!(
+                    "all_gather_matmul {algo:?} {}x{n}x{k} with {layout} (rank {me}, call {call}): C differs from the host's",
+                    world * m
+                ));
+            }
         }
     }
 

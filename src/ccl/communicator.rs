@@ -51,6 +51,9 @@ pub struct Ccl<'ctx> {
     messages: Cell<Vec<[u64; 2]>>,
     /// What `Auto` algorithms have decided (see `autotune.rs`).
     tuner: Tuner,
+    /// The copy-ahead all-gather GEMM's workspace, made by its first call (see
+    /// `matmul.rs`).
+    pub(crate) gather_ahead: std::cell::RefCell<Option<super::matmul::AheadWork<'ctx>>>,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -159,6 +162,7 @@ impl<'ctx> Ccl<'ctx> {
             pair_words: pair_words as u64,
             messages: Cell::new(vec![[0; 2]; world]),
             tuner: Tuner::from_env(),
+            gather_ahead: std::cell::RefCell::new(None),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;

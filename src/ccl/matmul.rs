@@ -166,6 +166,40 @@ macro_rules! matmul_element {
                         iris, config, *a, b, *c, *m, *n, *k, *me, *world,
                     ),
                     (
+                        Fused::GatherAhead {
+                            a,
+                            gathered,
+                            c,
+                            work,
+                            m,
+                            n,
+                            k,
+                            me,
+                            world,
+                            epoch,
+                        },
+                        false,
+                    ) => staged_kernels::gather_ahead_staged::launch::<$t>(
+                        iris, config, *a, gathered, b, *c, *work, *m, *n, *k, *me, *world, *epoch,
+                    ),
+                    (
+                        Fused::GatherAhead {
+                            a,
+                            gathered,
+                            c,
+                            work,
+                            m,
+                            n,
+                            k,
+                            me,
+                            world,
+                            epoch,
+                        },
+                        true,
+                    ) => warpgroup_kernels::gather_ahead_wide::launch::<$t>(
+                        iris, config, *a, gathered, b, *c, *work, *m, *n, *k, *me, *world, *epoch,
+                    ),
+                    (
                         Fused::Scatter {
                             a,
                             staging,
@@ -224,6 +258,20 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         me: u32,
         world: u32,
     },
+    /// `gather_ahead_*`: as `Gather`, every rank's rows copied ahead into `gathered`
+    /// (`W·m x k`, this rank's), with the task counter and flags in `work`.
+    GatherAhead {
+        a: &'a SymmetricBuffer<'ctx, T>,
+        gathered: DevicePtr<T>,
+        c: &'a SymmetricBuffer<'ctx, f32>,
+        work: &'a SymmetricBuffer<'ctx, u64>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+    },
     /// `scatter_*`: this rank's partial product, each tile into slot `me` of its
     /// owner's `staging`.
     Scatter {
@@ -240,15 +288,19 @@ pub enum Fused<'a, 'ctx, T: Pod> {
 /// A block per tile of C (`128 x 128` with four warps, of 64 lanes on AMD and 32
 /// elsewhere; `128 x 256` with 256 threads for the wide kernel) over `rows` rows.
 fn gemm_config(ccl: &Ccl<'_>, wide: bool, rows: usize, n: usize) -> LaunchConfig {
+    let width = if wide { 256 } else { 128 };
+    LaunchConfig::linear((rows / 128 * (n / width)) as u32, gemm_threads(ccl, wide))
+}
+
+/// Threads a block of the GEMM kernels: 256 for the wide kernel, else four warps.
+fn gemm_threads(ccl: &Ccl<'_>, wide: bool) -> u32 {
     if wide {
-        return LaunchConfig::linear((rows / 128 * (n / 256)) as u32, 256);
-    }
-    let warp = if ccl.iris().backend_kind() == crate::BackendKind::Hip {
-        64
+        256
+    } else if ccl.iris().backend_kind() == crate::BackendKind::Hip {
+        4 * 64
     } else {
-        32
-    };
-    LaunchConfig::linear((rows / 128 * (n / 128)) as u32, 4 * warp)
+        4 * 32
+    }
 }
 
 /// Whole tiles, and sizes the kernel's `u32` indices hold: `rows` of A per GEMM (a
@@ -283,22 +335,66 @@ fn shape_of(what: &str, a_len: usize, b_len: usize, k: usize) -> Result<(usize, 
     Ok((a_len / k, b_len / k))
 }
 
+/// How [`all_gather_matmul_with`] brings the other ranks' rows of A to the GEMM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllGatherMatmulAlgo {
+    /// [`InPlace`](Self::InPlace) when every rank of the world is on this rank's device,
+    /// else [`CopyAhead`](Self::CopyAhead).
+    #[default]
+    Auto,
+    /// Each block reads its rows of A from the rank that has them, as its GEMM streams
+    /// them: no gathered copy is written or read. For ranks that share a device, where a
+    /// peer's rows are local memory; across devices each row would cross the link once
+    /// per column block of C.
+    InPlace,
+    /// The rows of A are copied into a local gathered A one step ahead of the tiles that
+    /// use them: this rank's own rows are computed first, while rank `me + 1`'s are copied,
+    /// and so on, each row crossing the link once, 128 rows a task (the tasks are taken in
+    /// order from a counter, so no block waits for one that is not running). For ranks on
+    /// separate devices. The communicator keeps the gathered A (`W·m·k` elements) and
+    /// `W·m/128 + 1` words for later calls.
+    CopyAhead,
+}
+
+/// The copy-ahead all-gather GEMM's workspace in a communicator: the task counter and the
+/// rows' flags (`work`, symmetric since signal waits are), the gathered A, and the
+/// serial of the last launch (a flag set to it says its rows landed in that launch).
+pub(crate) struct AheadWork<'ctx> {
+    work: SymmetricBuffer<'ctx, u64>,
+    gathered: crate::Buffer<'ctx, u8>,
+    epoch: u64,
+}
+
 /// All-gather then GEMM, fused: `c` (`W·m x n`, `f32`) = every rank's `a` (`m x k`, this
 /// rank's rows, rank after rank) times this rank's `b` (`k x n`, or [`MatrixB::transposed`];
 /// each rank may have its own, as a tensor-parallel layer's column shard).
 ///
-/// One GEMM launch over all `W·m` rows: each block reads its rows of A from the rank
-/// that has them, through A's peer table, so no gathered copy of A is written or read;
-/// a device barrier before (every rank's A is written) and after (no rank rewrites its A
-/// while a peer reads it). Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k`
-/// of 64 (`a.len() == m·k`, `b` `k·n` elements, `c.len() == W·m·n`), else refused before
-/// anything runs. Collective, asynchronous: [`Ccl::synchronize`] waits.
+/// One GEMM launch over all `W·m` rows, between a device barrier before (every rank's A
+/// is written) and after (no rank rewrites its A while a peer reads it); how the rows of
+/// A reach it is [`AllGatherMatmulAlgo::Auto`]'s choice (read in place where the ranks
+/// share a device, copied ahead across devices; [`all_gather_matmul_with`] chooses).
+/// Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64 (`a.len() == m·k`,
+/// `b` `k·n` elements, `c.len() == W·m·n`), else refused before anything runs.
+/// Collective, asynchronous: [`Ccl::synchronize`] waits.
 pub fn all_gather_matmul<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
     a: &SymmetricBuffer<'_, T>,
     b: impl Into<MatrixB<'b, T>>,
     c: &SymmetricBuffer<'_, f32>,
     k: usize,
+) -> Result<()> {
+    all_gather_matmul_with(ccl, a, b, c, k, AllGatherMatmulAlgo::Auto)
+}
+
+/// [`all_gather_matmul`] with the way the rows of A reach the GEMM chosen
+/// ([`AllGatherMatmulAlgo`]). Every rank passes the same `algo`.
+pub fn all_gather_matmul_with<'b, 'ctx, T: MatmulElement>(
+    ccl: &Ccl<'ctx>,
+    a: &SymmetricBuffer<'_, T>,
+    b: impl Into<MatrixB<'b, T>>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+    algo: AllGatherMatmulAlgo,
 ) -> Result<()> {
     let what = "ccl::all_gather_matmul";
     let b = b.into();
@@ -315,21 +411,72 @@ pub fn all_gather_matmul<'b, T: MatmulElement>(
             "{what}: rank {peer}'s copy of A is not reachable from this rank (its provider gives no address)"
         )));
     }
+    let ahead = match algo {
+        AllGatherMatmulAlgo::Auto => ccl.ranks_on_device() < world,
+        AllGatherMatmulAlgo::InPlace => false,
+        AllGatherMatmulAlgo::CopyAhead => true,
+    };
     let _span = ccl
         .iris()
         .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
+    let (me, threads) = (ccl.rank() as u32, gemm_threads(ccl, b.transposed));
+    let (m, n, k, world) = (m as u32, n as u32, k as u32, world as u32);
+    if !ahead {
+        let launch = FusedLaunch {
+            config: gemm_config(ccl, b.transposed, (world * m) as usize, n as usize),
+            wide: b.transposed,
+            b: b.ptr,
+            op: Fused::Gather {
+                a,
+                c,
+                m,
+                n,
+                k,
+                me,
+                world,
+            },
+        };
+        ccl.barrier()?;
+        T::launch_fused(ccl.iris(), &launch)?;
+        return ccl.barrier();
+    }
+    // Collective (every rank is in this call with the same shapes): made or grown on
+    // every rank alike.
+    let mut slot = ccl.gather_ahead.borrow_mut();
+    let words = 1 + (world * m / 128) as usize;
+    let bytes = (world * m * k) as usize * std::mem::size_of::<T>();
+    if slot
+        .as_ref()
+        .is_none_or(|w| w.work.len() < words || w.gathered.len() < bytes)
+    {
+        let epoch = slot.as_ref().map_or(0, |w| w.epoch);
+        *slot = None;
+        *slot = Some(AheadWork {
+            work: ccl.iris().symmetric_zeros::<u64>(words)?,
+            gathered: ccl.iris().zeros::<u8>(bytes)?,
+            epoch,
+        });
+    }
+    let work = slot.as_mut().expect("made above");
+    work.epoch += 1;
+    let width = if b.transposed { 256 } else { 128 };
+    let row_blocks = m / 128;
+    let tasks = (world - 1) * row_blocks + world * row_blocks * (n / width);
     let launch = FusedLaunch {
-        config: gemm_config(ccl, b.transposed, world * m, n),
+        config: LaunchConfig::linear(tasks, threads),
         wide: b.transposed,
         b: b.ptr,
-        op: Fused::Gather {
+        op: Fused::GatherAhead {
             a,
+            gathered: work.gathered.device_ptr().cast::<T>(),
             c,
-            m: m as u32,
-            n: n as u32,
-            k: k as u32,
-            me: ccl.rank() as u32,
-            world: world as u32,
+            work: &work.work,
+            m,
+            n,
+            k,
+            me,
+            world,
+            epoch: work.epoch,
         },
     };
     ccl.barrier()?;

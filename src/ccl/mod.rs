@@ -148,7 +148,8 @@ pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
 pub use matmul::{
-    all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter, MatmulElement, MatrixB,
+    all_gather_matmul, all_gather_matmul_with, matmul_all_reduce, matmul_reduce_scatter,
+    AllGatherMatmulAlgo, MatmulElement, MatrixB,
 };
 pub use moe::{Moe, MoeShape};
 pub use point_to_point::{recv, send};

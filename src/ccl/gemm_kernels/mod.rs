@@ -7,7 +7,9 @@
 //!
 //! each as a plain GEMM and as its two fused forms (A's rows gathered from every rank as
 //! the blocks read them; each tile of a partial product stored straight into the rank
-//! that owns its rows). Also the order in which blocks take their tiles ([`grouped`]).
+//! that owns its rows), and the all-gather GEMM's copy-ahead form for ranks on separate
+//! devices ([`ahead`], `copy_ahead.rs`). Also the order in which blocks take their tiles
+//! ([`grouped`]).
 
 /// Grouped tile order for L2.
 #[iris::device]
@@ -19,9 +21,12 @@ pub mod grouped {
     /// rows, down each column of a group before the next, so the blocks running at once
     /// read a few of B's column blocks (kept in L2) rather than all of them.
     pub fn block_tile(n: u32, width: u32) -> [u32; 2] {
+        tile_of(block_idx_x(), grid_dim_x() / (n / width), n, width)
+    }
+
+    /// [`block_tile`]'s tile for task `id` of `blocks_m * (n / width)`.
+    pub fn tile_of(id: u32, blocks_m: u32, n: u32, width: u32) -> [u32; 2] {
         let blocks_n = n / width;
-        let blocks_m = grid_dim_x() / blocks_n;
-        let id = block_idx_x();
         let per_group = 8 * blocks_n;
         let first = (id / per_group) * 8;
         let rows = min(blocks_m - first, 8u32);
@@ -31,8 +36,11 @@ pub mod grouped {
 }
 
 // After the library: its units use it.
+#[macro_use]
+mod copy_ahead;
 mod staged;
 mod warpgroup;
 
+pub use copy_ahead::ahead;
 pub use staged::staged_kernels;
 pub use warpgroup::warpgroup_kernels;

@@ -1,13 +1,13 @@
 //! The `mma` GEMM kernels: `staged_128` (threads' copies), `tiles_128` (the copy
 //! engine's), and `staged_128`'s two fused forms.
 
-use super::grouped;
+use super::{ahead, grouped};
 
 /// The `mma` (`mma.sync` on NVIDIA) kernels with a three-stage copy pipeline: 105 KiB
 /// (`staged_128`) and 96 KiB (`tiles_128`) of dynamic shared memory per block, which
 /// Ampere and Hopper GPUs give a block (and AMD's gfx950; gfx90a and gfx942 give 64 KiB,
 /// and the runtime refuses the module load there, naming the sizes).
-#[iris::kernels(uses(grouped))]
+#[iris::kernels(uses(grouped, ahead))]
 pub mod staged_kernels {
     use iris::prelude::*;
 
@@ -62,6 +62,71 @@ pub mod staged_kernels {
         let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         staged_block(sa, sb, rows, br % m, b, bc, n, k, c, br, me, 1, world);
+    }
+
+    /// `staged_128` over every rank's rows of A, copied ahead (all-gather then GEMM,
+    /// fused, for ranks on separate devices): the rows of rank `me + s` are copied into
+    /// this rank's `gathered` (`W·m x k`, at row `(me + s) % W · m`) by the tasks before
+    /// step `s`'s tiles, 128 rows a task, each setting its flag in `work` to `epoch`; a
+    /// tile of step `s > 0` waits for its rows' flag and reads them there, step 0's read
+    /// this rank's own A (see `copy_ahead.rs`). `work` holds the task counter (0 between
+    /// launches), then `W · m / 128` flags below `epoch`. Launch with 4 x warp-size
+    /// threads and `ahead::task_count(world, m / 128, m / 128 * (n / 128))` blocks.
+    #[kernel(instances(T = [bf16, f16]))]
+    pub fn gather_ahead_staged<T: MmaElement>(
+        a: Symmetric<T>,
+        gathered: *mut T,
+        b: *const T,
+        c: Symmetric<f32>,
+        work: Symmetric<u64>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+    ) {
+        let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
+        let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
+        let slot = shared_array::<u32, 1>();
+        let row_blocks = m / 128;
+        let tiles = row_blocks * (n / 128);
+        let task = task_of(claim(work, me, slot), world, row_blocks, tiles);
+        let source = (me + task[1]) % world;
+        let flags = work.add((1 + source * row_blocks) as usize);
+        let chunk = unsafe { gathered.add((source * m * k) as usize) };
+        if task[0] == 0 {
+            let at = (task[2] * 128 * k) as usize;
+            copy_vectors(
+                unsafe { a.peer_ptr(source).add(at) } as *const f32x4,
+                unsafe { chunk.add(at) } as *mut f32x4,
+                16 * k,
+            );
+            signal_block(flags.add(task[2] as usize), epoch, SignalOp::Set, me);
+        } else {
+            let tile = tile_of(task[2], row_blocks, n, 128);
+            let (br, bc) = (tile[0], tile[1]);
+            let mut rows = a.local() as *const T;
+            if task[1] != 0 {
+                signal_wait_until_block(flags.add((br / 128) as usize), Cmp::Ge, epoch);
+                rows = chunk as *const T;
+            }
+            staged_block(
+                sa,
+                sb,
+                rows,
+                br,
+                b,
+                bc,
+                n,
+                k,
+                c,
+                source * m + br,
+                me,
+                1,
+                world,
+            );
+        }
     }
 
     /// `staged_128` with its product scattered to the ranks that own its rows (the GEMM of

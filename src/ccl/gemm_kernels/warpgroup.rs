@@ -3,12 +3,12 @@
 //! `wgmma`); other targets compute the same products without the matrix units (see the
 //! prelude's `warpgroup` module).
 
-use super::grouped;
+use super::{ahead, grouped};
 
 /// The Hopper kernel: warpgroup matrix operations (`wg_mma`), so this unit is compiled for
 /// `sm_90a` (where `wg_mma` is `wgmma`); other targets compute the same products without
 /// the matrix units (see the prelude's `warpgroup` module).
-#[iris::kernels(uses(grouped))]
+#[iris::kernels(uses(grouped, ahead))]
 pub mod warpgroup_kernels {
     use iris::prelude::*;
 
@@ -63,6 +63,66 @@ pub mod warpgroup_kernels {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
         wide_block(sa, sb, rows, br % m, bt, bc, n, k, c, br, me, 1, world);
+    }
+
+    /// `warpgroup_256` over every rank's rows of A, copied ahead into this rank's
+    /// `gathered` (`W·m x k`) as `gather_ahead_staged` does. Launch with 256 threads and
+    /// `ahead::task_count(world, m / 128, m / 128 * (n / 256))` blocks.
+    #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
+    pub fn gather_ahead_wide<T: MmaElement>(
+        a: Symmetric<T>,
+        gathered: *mut T,
+        bt: *const T,
+        c: Symmetric<f32>,
+        work: Symmetric<u64>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+    ) {
+        let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
+        let slot = shared_array::<u32, 1>();
+        let row_blocks = m / 128;
+        let tiles = row_blocks * (n / 256);
+        let task = task_of(claim(work, me, slot), world, row_blocks, tiles);
+        let source = (me + task[1]) % world;
+        let flags = work.add((1 + source * row_blocks) as usize);
+        let chunk = unsafe { gathered.add((source * m * k) as usize) };
+        if task[0] == 0 {
+            let at = (task[2] * 128 * k) as usize;
+            copy_vectors(
+                unsafe { a.peer_ptr(source).add(at) } as *const f32x4,
+                unsafe { chunk.add(at) } as *mut f32x4,
+                16 * k,
+            );
+            signal_block(flags.add(task[2] as usize), epoch, SignalOp::Set, me);
+        } else {
+            let tile = tile_of(task[2], row_blocks, n, 256);
+            let (br, bc) = (tile[0], tile[1]);
+            let mut rows = a.local() as *const T;
+            if task[1] != 0 {
+                signal_wait_until_block(flags.add((br / 128) as usize), Cmp::Ge, epoch);
+                rows = chunk as *const T;
+            }
+            wide_block(
+                sa,
+                sb,
+                rows,
+                br,
+                bt,
+                bc,
+                n,
+                k,
+                c,
+                source * m + br,
+                me,
+                1,
+                world,
+            );
+        }
     }
 
     /// `warpgroup_256` with its product scattered to the ranks that own its rows, as

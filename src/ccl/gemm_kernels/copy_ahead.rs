@@ -1,0 +1,74 @@
+//! The task list of the copy-ahead all-gather GEMMs (`gather_ahead_staged`,
+//! `gather_ahead_wide`): for ranks on separate devices, where reading a peer's rows of A
+//! inside the GEMM would bring each row over the link once per column block of C.
+//!
+//! Each rank's GEMM goes through the ranks' rows of A in steps, its own rows first
+//! (step 0), then rank `me + 1`'s, and so on. Before the tiles of step `s` come the copies
+//! of step `s + 1`'s rows into a local gathered A, one task per block row of 128 rows,
+//! so a step's rows are on their way while the step before computes. A block takes the
+//! next task from a counter (claimed in order by blocks that are running), so a tile that
+//! waits for its rows only waits for copies claimed before it, which wait for nothing:
+//! no block needs another to be resident, whatever shares the device.
+
+/// Claiming, decoding and copying the tasks.
+#[iris::device]
+pub mod ahead {
+    use iris::prelude::*;
+
+    /// Tasks of a launch: `(world - 1) * row_blocks` copies and `world * tiles` tiles.
+    pub fn task_count(world: u32, row_blocks: u32, tiles: u32) -> u32 {
+        (world - 1) * row_blocks + world * tiles
+    }
+
+    /// Task `t` as `[kind, step, index]`: kind 0 copies block row `index` (128 rows) of
+    /// step `step`'s rank; kind 1 computes tile `index` of step `step`. The order: for
+    /// every step `s`, the copies of step `s + 1`, then the tiles of step `s`.
+    pub fn task_of(t: u32, world: u32, row_blocks: u32, tiles: u32) -> [u32; 3] {
+        let period = row_blocks + tiles;
+        let (s, r) = (t / period, t % period);
+        if s + 1 < world && r < row_blocks {
+            [0, s + 1, r]
+        } else if s + 1 < world {
+            [1, s, r - row_blocks]
+        } else {
+            [1, s, r]
+        }
+    }
+
+    /// The block's task, claimed from this rank's `work[0]` by its first thread and shared
+    /// through `slot` (block-shared). The block that claims the last task of the launch
+    /// sets the counter back to 0 for the next one (every other claim is made by then).
+    /// Every thread of the block calls it.
+    pub fn claim(work: Symmetric<u64>, me: u32, slot: *mut u32) -> u32 {
+        if thread_idx_x() == 0 {
+            let t = atomic_add(work, 1u64, me, Ordering::Relaxed, Scope::Device) as u32;
+            if t + 1 == grid_dim_x() {
+                atomic_store(work, 0u64, me, Ordering::Relaxed, Scope::Device);
+            }
+            unsafe { *slot = t };
+        }
+        sync_threads();
+        unsafe { *slot }
+    }
+
+    /// Copies `vectors` 16-byte vectors from `from` to `to`, the block's threads between
+    /// them, eight loads in flight a thread.
+    pub fn copy_vectors(from: *const f32x4, to: *mut f32x4, vectors: u32) {
+        let stride = block_dim_x();
+        let mut i = thread_idx_x();
+        while i + 7 * stride < vectors {
+            let mut v = [f32x4::splat(0.0); 8];
+            for j in 0..8 {
+                v[j] = unsafe { *from.add((i + j as u32 * stride) as usize) };
+            }
+            for j in 0..8 {
+                unsafe { *to.add((i + j as u32 * stride) as usize) = v[j] };
+            }
+            i += 8 * stride;
+        }
+        while i < vectors {
+            unsafe { *to.add(i as usize) = *from.add(i as usize) };
+            i += stride;
+        }
+    }
+}
