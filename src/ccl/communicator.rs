@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::autotune::{Tuner, Tuning};
 use super::element::{self, CclElement, KernelCall, KernelId};
+use super::matmul::{AheadCell, AheadSlot};
 use super::residency::{self, Sharing};
 use super::signals;
 use crate::abi::KernelUnit;
@@ -53,7 +54,7 @@ pub struct Ccl<'ctx> {
     tuner: Tuner,
     /// The copy-ahead all-gather GEMM's workspace, made by its first call (see
     /// `matmul.rs`).
-    pub(crate) gather_ahead: std::cell::RefCell<Option<super::matmul::AheadWork<'ctx>>>,
+    gather_ahead: Box<dyn AheadSlot + 'ctx>,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -162,7 +163,7 @@ impl<'ctx> Ccl<'ctx> {
             pair_words: pair_words as u64,
             messages: Cell::new(vec![[0; 2]; world]),
             tuner: Tuner::from_env(),
-            gather_ahead: std::cell::RefCell::new(None),
+            gather_ahead: Box::new(AheadCell::new(iris)),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;
@@ -425,6 +426,11 @@ impl<'ctx> Ccl<'ctx> {
     /// The autotuner of the `Auto` algorithms.
     pub(super) fn tuner(&self) -> &Tuner {
         &self.tuner
+    }
+
+    /// The copy-ahead all-gather GEMM's workspace.
+    pub(super) fn gather_ahead(&self) -> &dyn AheadSlot {
+        &*self.gather_ahead
     }
 
     /// Ranks of the world on this rank's device.

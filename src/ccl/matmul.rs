@@ -292,14 +292,18 @@ fn gemm_config(ccl: &Ccl<'_>, wide: bool, rows: usize, n: usize) -> LaunchConfig
     LaunchConfig::linear((rows / 128 * (n / width)) as u32, gemm_threads(ccl, wide))
 }
 
-/// Threads a block of the GEMM kernels: 256 for the wide kernel, else four warps.
+/// Threads a block of the GEMM kernels: 256 for the wide kernel, else four warps (of 64
+/// lanes on AMD, 32 elsewhere).
 fn gemm_threads(ccl: &Ccl<'_>, wide: bool) -> u32 {
+    let warp = if ccl.iris().backend_kind() == crate::BackendKind::Hip {
+        64
+    } else {
+        32
+    };
     if wide {
         256
-    } else if ccl.iris().backend_kind() == crate::BackendKind::Hip {
-        4 * 64
     } else {
-        4 * 32
+        4 * warp
     }
 }
 
@@ -359,10 +363,63 @@ pub enum AllGatherMatmulAlgo {
 /// The copy-ahead all-gather GEMM's workspace in a communicator: the task counter and the
 /// rows' flags (`work`, symmetric since signal waits are), the gathered A, and the
 /// serial of the last launch (a flag set to it says its rows landed in that launch).
-pub(crate) struct AheadWork<'ctx> {
+struct AheadWork<'ctx> {
     work: SymmetricBuffer<'ctx, u64>,
     gathered: crate::Buffer<'ctx, u8>,
     epoch: u64,
+}
+
+/// What [`AheadSlot::with_work`] calls: the flags, the gathered A, the launch's serial.
+pub(crate) type WithWork<'f> =
+    dyn FnMut(&SymmetricBuffer<'_, u64>, DevicePtr<u8>, u64) -> Result<()> + 'f;
+
+/// Where a communicator keeps its [`AheadWork`], made by the first copy-ahead call.
+///
+/// A trait object so that `Ccl<'ctx>` stays covariant in `'ctx` (a `RefCell` holding
+/// `'ctx` buffers directly would make it invariant, and `&'a Ccl<'a>` stop compiling).
+pub(crate) trait AheadSlot {
+    /// Calls `f` with the workspace (at least `words` flag words and `bytes` of gathered
+    /// A, made or grown first: collective, every rank is in the same call) and the next
+    /// launch's serial.
+    fn with_work(&self, words: usize, bytes: usize, f: &mut WithWork<'_>) -> Result<()>;
+}
+
+/// The communicator's [`AheadSlot`].
+pub(crate) struct AheadCell<'ctx> {
+    iris: &'ctx Iris,
+    work: std::cell::RefCell<Option<AheadWork<'ctx>>>,
+}
+
+impl<'ctx> AheadCell<'ctx> {
+    /// An empty slot of `iris`'s rank.
+    pub(crate) fn new(iris: &'ctx Iris) -> Self {
+        Self {
+            iris,
+            work: std::cell::RefCell::new(None),
+        }
+    }
+}
+
+impl AheadSlot for AheadCell<'_> {
+    fn with_work(&self, words: usize, bytes: usize, f: &mut WithWork<'_>) -> Result<()> {
+        let mut slot = self.work.borrow_mut();
+        if slot
+            .as_ref()
+            .is_none_or(|w| w.work.len() < words || w.gathered.len() < bytes)
+        {
+            // Later flags start at 0, below every serial to come.
+            let epoch = slot.as_ref().map_or(0, |w| w.epoch);
+            *slot = None;
+            *slot = Some(AheadWork {
+                work: self.iris.symmetric_zeros::<u64>(words)?,
+                gathered: self.iris.zeros::<u8>(bytes)?,
+                epoch,
+            });
+        }
+        let work = slot.as_mut().expect("made above");
+        work.epoch += 1;
+        f(&work.work, work.gathered.device_ptr(), work.epoch)
+    }
 }
 
 /// All-gather then GEMM, fused: `c` (`W·m x n`, `f32`) = every rank's `a` (`m x k`, this
@@ -388,8 +445,8 @@ pub fn all_gather_matmul<'b, T: MatmulElement>(
 
 /// [`all_gather_matmul`] with the way the rows of A reach the GEMM chosen
 /// ([`AllGatherMatmulAlgo`]). Every rank passes the same `algo`.
-pub fn all_gather_matmul_with<'b, 'ctx, T: MatmulElement>(
-    ccl: &Ccl<'ctx>,
+pub fn all_gather_matmul_with<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
     a: &SymmetricBuffer<'_, T>,
     b: impl Into<MatrixB<'b, T>>,
     c: &SymmetricBuffer<'_, f32>,
@@ -440,47 +497,33 @@ pub fn all_gather_matmul_with<'b, 'ctx, T: MatmulElement>(
         T::launch_fused(ccl.iris(), &launch)?;
         return ccl.barrier();
     }
-    // Collective (every rank is in this call with the same shapes): made or grown on
-    // every rank alike.
-    let mut slot = ccl.gather_ahead.borrow_mut();
     let words = 1 + (world * m / 128) as usize;
     let bytes = (world * m * k) as usize * std::mem::size_of::<T>();
-    if slot
-        .as_ref()
-        .is_none_or(|w| w.work.len() < words || w.gathered.len() < bytes)
-    {
-        let epoch = slot.as_ref().map_or(0, |w| w.epoch);
-        *slot = None;
-        *slot = Some(AheadWork {
-            work: ccl.iris().symmetric_zeros::<u64>(words)?,
-            gathered: ccl.iris().zeros::<u8>(bytes)?,
-            epoch,
-        });
-    }
-    let work = slot.as_mut().expect("made above");
-    work.epoch += 1;
     let width = if b.transposed { 256 } else { 128 };
     let row_blocks = m / 128;
     let tasks = (world - 1) * row_blocks + world * row_blocks * (n / width);
-    let launch = FusedLaunch {
-        config: LaunchConfig::linear(tasks, threads),
-        wide: b.transposed,
-        b: b.ptr,
-        op: Fused::GatherAhead {
-            a,
-            gathered: work.gathered.device_ptr().cast::<T>(),
-            c,
-            work: &work.work,
-            m,
-            n,
-            k,
-            me,
-            world,
-            epoch: work.epoch,
-        },
-    };
     ccl.barrier()?;
-    T::launch_fused(ccl.iris(), &launch)?;
+    ccl.gather_ahead()
+        .with_work(words, bytes, &mut |work, gathered, epoch| {
+            let launch = FusedLaunch {
+                config: LaunchConfig::linear(tasks, threads),
+                wide: b.transposed,
+                b: b.ptr,
+                op: Fused::GatherAhead {
+                    a,
+                    gathered: gathered.cast::<T>(),
+                    c,
+                    work,
+                    m,
+                    n,
+                    k,
+                    me,
+                    world,
+                    epoch,
+                },
+            };
+            T::launch_fused(ccl.iris(), &launch)
+        })?;
     ccl.barrier()
 }
 
