@@ -136,97 +136,69 @@ macro_rules! matmul_element {
         impl MatmulElement for $t {
             fn launch_fused(iris: &Iris, l: &FusedLaunch<'_, '_, Self>) -> Result<()> {
                 let (config, b) = (l.config, &l.b);
-                match (&l.op, l.wide) {
-                    (
-                        Fused::Gather {
-                            a,
-                            c,
-                            m,
-                            n,
-                            k,
-                            me,
-                            world,
-                        },
-                        false,
-                    ) => staged_kernels::gather_staged::launch::<$t>(
-                        iris, config, *a, b, *c, *m, *n, *k, *me, *world,
-                    ),
-                    (
-                        Fused::Gather {
-                            a,
-                            c,
-                            m,
-                            n,
-                            k,
-                            me,
-                            world,
-                        },
-                        true,
-                    ) => warpgroup_kernels::gather_wide::launch::<$t>(
-                        iris, config, *a, b, *c, *m, *n, *k, *me, *world,
-                    ),
-                    (
-                        Fused::GatherAhead {
-                            a,
-                            gathered,
-                            c,
-                            work,
-                            m,
-                            n,
-                            k,
-                            me,
-                            world,
-                            epoch,
-                        },
-                        false,
-                    ) => staged_kernels::gather_ahead_staged::launch::<$t>(
-                        iris, config, *a, gathered, b, *c, *work, *m, *n, *k, *me, *world, *epoch,
-                    ),
-                    (
-                        Fused::GatherAhead {
-                            a,
-                            gathered,
-                            c,
-                            work,
-                            m,
-                            n,
-                            k,
-                            me,
-                            world,
-                            epoch,
-                        },
-                        true,
-                    ) => warpgroup_kernels::gather_ahead_wide::launch::<$t>(
-                        iris, config, *a, gathered, b, *c, *work, *m, *n, *k, *me, *world, *epoch,
-                    ),
-                    (
-                        Fused::Scatter {
-                            a,
-                            staging,
-                            part,
-                            n,
-                            k,
-                            me,
-                            world,
-                        },
-                        false,
-                    ) => staged_kernels::scatter_staged::launch::<$t>(
-                        iris, config, a, b, *staging, *part, *n, *k, *me, *world,
-                    ),
-                    (
-                        Fused::Scatter {
-                            a,
-                            staging,
-                            part,
-                            n,
-                            k,
-                            me,
-                            world,
-                        },
-                        true,
-                    ) => warpgroup_kernels::scatter_wide::launch::<$t>(
-                        iris, config, a, b, *staging, *part, *n, *k, *me, *world,
-                    ),
+                // Each fused form in the `staged_128` kernel (B) or the wide one (Bᵀ).
+                match &l.op {
+                    &Fused::Gather {
+                        a,
+                        c,
+                        m,
+                        n,
+                        k,
+                        me,
+                        world,
+                    } => {
+                        if l.wide {
+                            warpgroup_kernels::gather_wide::launch::<$t>(
+                                iris, config, a, b, c, m, n, k, me, world,
+                            )
+                        } else {
+                            staged_kernels::gather_staged::launch::<$t>(
+                                iris, config, a, b, c, m, n, k, me, world,
+                            )
+                        }
+                    }
+                    &Fused::GatherAhead {
+                        a,
+                        gathered,
+                        c,
+                        work,
+                        m,
+                        n,
+                        k,
+                        me,
+                        world,
+                        epoch,
+                    } => {
+                        let g = &gathered;
+                        if l.wide {
+                            warpgroup_kernels::gather_ahead_wide::launch::<$t>(
+                                iris, config, a, g, b, c, work, m, n, k, me, world, epoch,
+                            )
+                        } else {
+                            staged_kernels::gather_ahead_staged::launch::<$t>(
+                                iris, config, a, g, b, c, work, m, n, k, me, world, epoch,
+                            )
+                        }
+                    }
+                    &Fused::Scatter {
+                        a,
+                        staging,
+                        part,
+                        n,
+                        k,
+                        me,
+                        world,
+                    } => {
+                        if l.wide {
+                            warpgroup_kernels::scatter_wide::launch::<$t>(
+                                iris, config, &a, b, staging, part, n, k, me, world,
+                            )
+                        } else {
+                            staged_kernels::scatter_staged::launch::<$t>(
+                                iris, config, &a, b, staging, part, n, k, me, world,
+                            )
+                        }
+                    }
                 }
             }
         }

@@ -11,8 +11,10 @@
 //! no block needs another to be resident, whatever shares the device.
 
 /// Claiming, decoding and copying the tasks.
+/// Kernels that use it also use [`grouped`](super::grouped) (its `tile_of`).
 #[iris::device]
 pub mod ahead {
+    use super::super::grouped::tile_of;
     use iris::prelude::*;
 
     /// Tasks of a launch: `(world - 1) * row_blocks` copies and `world * tiles` tiles.
@@ -49,6 +51,48 @@ pub mod ahead {
         }
         sync_threads();
         unsafe { *slot }
+    }
+
+    /// Claims and does the block's task of a copy-ahead launch (every thread of the block
+    /// calls it; `width` the tiles' width, `slot` a block-shared word): a copy is done
+    /// here (its rows into `gathered`, then its flag in `work` set to `epoch`) and gives
+    /// `[0, 0, 0, 0]`; a tile gives `[1, source, br, bc]`, its rows of A those of rank
+    /// `source` (this rank's own A, or `gathered` from row `source · m` once their flag
+    /// says they landed: waited for here), its block row `br` of them and column `bc`.
+    #[inline(always)]
+    pub fn take_task<T: Element>(
+        a: Symmetric<T>,
+        gathered: *mut T,
+        work: Symmetric<u64>,
+        m: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        epoch: u64,
+        width: u32,
+        slot: *mut u32,
+    ) -> [u32; 4] {
+        let row_blocks = m / 128;
+        let tiles = row_blocks * (n / width);
+        let task = task_of(claim(work, me, slot), world, row_blocks, tiles);
+        let source = (me + task[1]) % world;
+        let flags = work.add((1 + source * row_blocks) as usize);
+        if task[0] == 0 {
+            let at = ((source * m + task[2] * 128) * k) as usize;
+            copy_vectors(
+                unsafe { a.peer_ptr(source).add((task[2] * 128 * k) as usize) } as *const f32x4,
+                unsafe { gathered.add(at) } as *mut f32x4,
+                16 * k,
+            );
+            signal_block(flags.add(task[2] as usize), epoch, SignalOp::Set, me);
+            return [0, 0, 0, 0];
+        }
+        let tile = tile_of(task[2], row_blocks, n, width);
+        if task[1] != 0 {
+            signal_wait_until_block(flags.add((tile[0] / 128) as usize), Cmp::Ge, epoch);
+        }
+        [1, source, tile[0], tile[1]]
     }
 
     /// Copies `vectors` 16-byte vectors from `from` to `to`, the block's threads between

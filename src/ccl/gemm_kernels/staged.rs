@@ -89,27 +89,12 @@ pub mod staged_kernels {
         let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         let slot = shared_array::<u32, 1>();
-        let row_blocks = m / 128;
-        let tiles = row_blocks * (n / 128);
-        let task = task_of(claim(work, me, slot), world, row_blocks, tiles);
-        let source = (me + task[1]) % world;
-        let flags = work.add((1 + source * row_blocks) as usize);
-        let chunk = unsafe { gathered.add((source * m * k) as usize) };
-        if task[0] == 0 {
-            let at = (task[2] * 128 * k) as usize;
-            copy_vectors(
-                unsafe { a.peer_ptr(source).add(at) } as *const f32x4,
-                unsafe { chunk.add(at) } as *mut f32x4,
-                16 * k,
-            );
-            signal_block(flags.add(task[2] as usize), epoch, SignalOp::Set, me);
-        } else {
-            let tile = tile_of(task[2], row_blocks, n, 128);
-            let (br, bc) = (tile[0], tile[1]);
+        let t = take_task(a, gathered, work, m, n, k, me, world, epoch, 128, slot);
+        if t[0] == 1 {
+            let (source, br, bc) = (t[1], t[2], t[3]);
             let mut rows = a.local() as *const T;
-            if task[1] != 0 {
-                signal_wait_until_block(flags.add((br / 128) as usize), Cmp::Ge, epoch);
-                rows = chunk as *const T;
+            if source != me {
+                rows = unsafe { gathered.add((source * m * k) as usize) } as *const T;
             }
             staged_block(
                 sa,
