@@ -45,8 +45,14 @@ use crate::kind::BackendKind;
 pub struct DeviceInfo {
     /// The backend that drives it.
     pub backend: BackendKind,
-    /// Its ordinal within the backend.
+    /// Its ordinal within the backend (as this process sees the devices: under
+    /// `CUDA_VISIBLE_DEVICES` or `HIP_VISIBLE_DEVICES` another process may give the same
+    /// device another ordinal, or another device the same one).
     pub ordinal: usize,
+    /// The physical device's identity, the same in every process whatever devices it
+    /// sees (the driver's UUID); all zeros for the CPU. Ranks on one device are ranks
+    /// with the same backend and `uuid`.
+    pub uuid: [u8; 16],
     /// Its marketing name (`NVIDIA H200`, `AMD Instinct MI300X`, the CPU's model name).
     pub name: String,
     /// The code-object target it runs: `sm_90`, `gfx942`, the host triple.

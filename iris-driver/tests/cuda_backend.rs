@@ -252,6 +252,14 @@ fn device_info_is_sane() {
     assert!(info.max_threads_per_block >= 1024);
     assert!(info.max_grid_dims[0] >= 65535);
     assert!(info.multiprocessors > 0 && info.total_memory > 0);
+    // The physical device's identity: set, and one per device.
+    assert_ne!(info.uuid, [0; 16], "device 0 has no UUID");
+    let uuids: Vec<[u8; 16]> = (0..backend.device_count())
+        .map(|d| backend.device(d).expect("a device").info().uuid)
+        .collect();
+    for (i, u) in uuids.iter().enumerate() {
+        assert!(!uuids[..i].contains(u), "devices share a UUID: {uuids:?}");
+    }
     assert!(Arc::ptr_eq(
         &device,
         &backend.device(0).expect("device 0 again")

@@ -38,18 +38,31 @@ pub(crate) struct Sharing {
     pub(crate) process: usize,
 }
 
+/// A rank's device and process: the backend, the device's UUID (ordinals differ between
+/// processes that see different devices), the process id.
+type Place = [u64; 4];
+
 impl Sharing {
     /// Collective: every rank's device and process, compared with this rank's.
     pub(crate) fn of(iris: &Iris) -> Result<Self> {
         let info = iris.device_info();
-        let mine = [
-            (info.backend as u64) << 32 | info.ordinal as u64,
+        let (high, low) = info.uuid.split_at(8);
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let mine: Place = [
+            info.backend as u64,
+            word(high),
+            word(low),
             u64::from(std::process::id()),
         ];
         let all = iris.all_gather(mine)?;
-        let device = all.iter().filter(|k| k[0] == mine[0]).count().max(1);
-        let process = all.iter().filter(|k| **k == mine).count().max(1);
-        Ok(Self { device, process })
+        Ok(Self::among(&mine, &all))
+    }
+
+    /// What `mine` shares among every rank's place `all`.
+    fn among(mine: &Place, all: &[Place]) -> Self {
+        let device = all.iter().filter(|k| k[..3] == mine[..3]).count().max(1);
+        let process = all.iter().filter(|k| *k == mine).count().max(1);
+        Self { device, process }
     }
 }
 
@@ -116,6 +129,37 @@ pub(crate) fn check_fit(iris: &Iris, sharing: Sharing, min_occupancy: u32) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranks_share_a_device_by_its_uuid_not_its_ordinal() {
+        // [backend, uuid, uuid, process]
+        let (cuda, a, b) = (1, [7, 8], [9, 10]);
+        // Four processes, each seeing only its own GPU (CUDA_VISIBLE_DEVICES=local rank):
+        // every ordinal is 0, every device different.
+        let apart: Vec<Place> = (0..4)
+            .map(|p| {
+                let d = [a, b, [11, 12], [13, 14]][p];
+                [cuda, d[0], d[1], 100 + p as u64]
+            })
+            .collect();
+        let one = Sharing::among(&apart[2], &apart);
+        assert_eq!((one.device, one.process), (1, 1));
+        // Two processes of two threads on one GPU, another process on a second GPU.
+        let shared: Vec<Place> = vec![
+            [cuda, a[0], a[1], 1],
+            [cuda, a[0], a[1], 1],
+            [cuda, a[0], a[1], 2],
+            [cuda, a[0], a[1], 2],
+            [cuda, b[0], b[1], 3],
+        ];
+        let on_a = Sharing::among(&shared[0], &shared);
+        assert_eq!((on_a.device, on_a.process), (4, 2));
+        let on_b = Sharing::among(&shared[4], &shared);
+        assert_eq!((on_b.device, on_b.process), (1, 1));
+        // The same UUID under another backend is another device.
+        let mixed: Vec<Place> = vec![[cuda, 0, 0, 1], [0, 0, 0, 1]];
+        assert_eq!(Sharing::among(&mixed[0], &mixed).device, 1);
+    }
 
     #[test]
     fn blocks_are_shared_by_the_ranks_on_a_device() {

@@ -32,6 +32,7 @@ impl CpuDevice {
         let info = DeviceInfo {
             backend: BackendKind::Cpu,
             ordinal: 0,
+            uuid: [0; 16],
             name: cpu_model_name(),
             target: HOST_TRIPLE.to_string(),
             total_memory: physical_memory(),

@@ -22,6 +22,7 @@ const SYMBOLS: &[&str] = &[
     "cuDeviceGetCount",
     "cuDeviceGet",
     "cuDeviceGetName",
+    "cuDeviceGetUuid_v2",
     "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2",
     "cuDeviceCanAccessPeer",

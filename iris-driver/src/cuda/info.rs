@@ -41,6 +41,16 @@ fn name(device: CUdevice) -> Result<String> {
         .into_owned())
 }
 
+/// The device's UUID (the same in every process, whatever `CUDA_VISIBLE_DEVICES` says).
+fn uuid(device: CUdevice) -> Result<[u8; 16]> {
+    let mut uuid = sys::CUuuid { bytes: [0; 16] };
+    // SAFETY: a valid out-pointer and device handle.
+    check("cuDeviceGetUuid_v2", unsafe {
+        sys::cuDeviceGetUuid_v2(&mut uuid, device)
+    })?;
+    Ok(uuid.bytes.map(|b| b as u8))
+}
+
 /// The device's description and its compute capability (major, minor).
 pub(super) fn query(ordinal: usize, device: CUdevice) -> Result<(DeviceInfo, (u32, u32))> {
     let major = attribute(device, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
@@ -53,6 +63,7 @@ pub(super) fn query(ordinal: usize, device: CUdevice) -> Result<(DeviceInfo, (u3
     let info = DeviceInfo {
         backend: BackendKind::Cuda,
         ordinal,
+        uuid: uuid(device)?,
         name: name(device)?,
         target: device_target(major, minor),
         total_memory: total_memory as u64,

@@ -53,6 +53,16 @@ fn name(ordinal: i32) -> Result<String> {
         .into_owned())
 }
 
+/// The device's UUID (the same in every process, whatever `HIP_VISIBLE_DEVICES` says).
+fn uuid(ordinal: i32) -> Result<[u8; 16]> {
+    let mut uuid = hip::hipUUID { bytes: [0; 16] };
+    // SAFETY: a valid out-pointer; a HIP device handle is its ordinal.
+    check("hipDeviceGetUuid", unsafe {
+        hip::hipDeviceGetUuid(&mut uuid, ordinal)
+    })?;
+    Ok(uuid.bytes.map(|b| b as u8))
+}
+
 /// The device's description and its full `gcnArchName`.
 pub(super) fn query(ordinal: i32) -> Result<(DeviceInfo, String)> {
     let arch = gcn_arch_name(ordinal)?;
@@ -65,6 +75,7 @@ pub(super) fn query(ordinal: i32) -> Result<(DeviceInfo, String)> {
     let info = DeviceInfo {
         backend: BackendKind::Hip,
         ordinal: usize::try_from(ordinal).unwrap_or(0),
+        uuid: uuid(ordinal)?,
         name: name(ordinal)?,
         target: processor(&arch).to_string(),
         total_memory: total_memory as u64,

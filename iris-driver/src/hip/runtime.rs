@@ -27,6 +27,7 @@ const SYMBOLS: &[&str] = &[
     "hipSetDevice",
     "hipGetDevice",
     "hipDeviceGetName",
+    "hipDeviceGetUuid",
     "hipDeviceGetAttribute",
     "hipDeviceTotalMem",
     "hipGetDevicePropertiesR0600",
