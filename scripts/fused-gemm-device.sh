@@ -4,8 +4,9 @@
 # copied ahead, the reductions, each against the unfused iris sequence, the GEMM alone
 # and between two barriers) at 4 ranks as threads, and at one rank per GPU when the
 # machine has 2 or more (rank r on GPU r % count: on a 4-GPU machine the 4 ranks are on
-# separate GPUs, over NVLink). A table last. What docs/performance.md's fused-GEMM
-# sections record.
+# separate GPUs, over NVLink); there also PyTorch's fused GEMMs (symmetric memory) and
+# NCCL's unfused way (benches/reference/fused_gemm_torch.py under torchrun). A table
+# last. What docs/performance.md's fused-GEMM sections record.
 #
 # Usage (GPU machine, repository root):
 #   bash scripts/fused-gemm-device.sh [-n RUNS]
@@ -34,6 +35,15 @@ for r in "${ranks[@]}"; do
     echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s): rc=$?" | tee -a "$table"
     grep -A 40 '^case' "$log" >>"$table"
 done
+
+# PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way: one GPU a process.
+if ((gpus >= 2)) && command -v torchrun >/dev/null; then
+    log="$logdir/fused-gemm-torch.log"
+    timeout 600 torchrun --nproc-per-node "$gpus" "$root/benches/reference/fused_gemm_torch.py" \
+        --iters 20 >"$log" 2>&1
+    echo "fused_gemm_torch.py, $gpus ranks on $gpus GPUs: rc=$?" | tee -a "$table"
+    grep -A 20 '^case' "$log" >>"$table"
+fi
 
 echo
 echo "== fused GEMMs =="
