@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::autotune::{Tuner, Tuning};
 use super::element::{self, CclElement, KernelCall, KernelId};
-use super::matmul::{AheadCell, AheadSlot};
+use super::matmul_workspace::{AheadCell, AheadSlot};
 use super::residency::{self, Sharing};
 use super::signals;
 use crate::abi::KernelUnit;

@@ -127,6 +127,7 @@ mod element;
 #[doc(hidden)]
 pub mod gemm_kernels;
 mod matmul;
+mod matmul_workspace;
 mod moe;
 mod point_to_point;
 mod reduce_scatter;
