@@ -116,3 +116,63 @@ pub mod ahead {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ahead::{task_count, task_of};
+    use crate::ccl::gemm_kernels::grouped::tile_of;
+
+    /// Every copy and every tile once, and a tile's rows copied by an earlier task: a
+    /// block only waits for tasks claimed before its own (by blocks that are running).
+    #[test]
+    fn every_task_once_and_tiles_wait_only_for_earlier_copies() {
+        for world in 1..=8u32 {
+            for (row_blocks, blocks_n) in [(1u32, 1u32), (1, 4), (2, 3), (8, 4), (8, 16), (9, 2)] {
+                let tiles = row_blocks * blocks_n;
+                let count = task_count(world, row_blocks, tiles);
+                // copied[step][row block] = the task that copies it.
+                let mut copied = vec![vec![None; row_blocks as usize]; world as usize];
+                let mut computed = vec![vec![false; tiles as usize]; world as usize];
+                for t in 0..count {
+                    let [kind, step, index] = task_of(t, world, row_blocks, tiles);
+                    let (s, i) = (step as usize, index as usize);
+                    if kind == 0 {
+                        assert!(step >= 1 && step < world, "copy of step {step}");
+                        assert!(
+                            copied[s][i].replace(t).is_none(),
+                            "copy {step}/{index} twice"
+                        );
+                        continue;
+                    }
+                    assert!(!computed[s][i], "tile {step}/{index} twice");
+                    computed[s][i] = true;
+                    let [br, _] = tile_of(index, row_blocks, blocks_n * 128, 128);
+                    if step > 0 {
+                        let by = copied[s][(br / 128) as usize];
+                        assert!(by.is_some_and(|c| c < t), "tile {t} waits for a later copy");
+                    }
+                }
+                assert!(copied[1..].iter().flatten().all(Option::is_some));
+                assert!(computed.iter().flatten().all(|&c| c));
+            }
+        }
+    }
+
+    /// The grouped order visits every tile of a step once.
+    #[test]
+    fn grouped_tiles_cover_the_step() {
+        for (blocks_m, blocks_n, width) in [
+            (1u32, 1u32, 128u32),
+            (8, 16, 256),
+            (9, 2, 128),
+            (20, 3, 256),
+        ] {
+            let mut seen = std::collections::HashSet::new();
+            for id in 0..blocks_m * blocks_n {
+                let [br, bc] = tile_of(id, blocks_m, blocks_n * width, width);
+                assert!(br < blocks_m * 128 && bc < blocks_n * width, "{br}, {bc}");
+                assert!(seen.insert((br, bc)), "tile ({br}, {bc}) twice");
+            }
+        }
+    }
+}
