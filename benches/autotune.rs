@@ -125,8 +125,7 @@ fn human(b: usize) -> String {
 
 fn main() -> std::process::ExitCode {
     let ranks = arg("--ranks").unwrap_or(4);
-    let probe = World::threads(1).run(|iris| Ok(iris.backend_kind()));
-    let gpu = !matches!(probe.as_deref(), Ok([BackendKind::Cpu]) | Err(_));
+    let gpu = !matches!(World::default_backend(), Ok(BackendKind::Cpu) | Err(_));
     let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
     let sizes: Vec<usize> = if gpu {
         (0..9)

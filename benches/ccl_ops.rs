@@ -669,8 +669,7 @@ fn gemm_row(case: String, ms: f64, flops: f64, against: &str, other: f64) -> Row
 fn main() -> std::process::ExitCode {
     let ranks = arg("--ranks").unwrap_or(4);
     let start = Instant::now();
-    let probe = World::threads(1).run(|iris| Ok(iris.backend_kind()));
-    let gpu = !matches!(probe.as_deref(), Ok([BackendKind::Cpu]) | Err(_));
+    let gpu = !matches!(World::default_backend(), Ok(BackendKind::Cpu) | Err(_));
     let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
     let only_gemm = arg::<String>("--only").is_some_and(|o| o == "gemm");
     let shapes = if gpu {

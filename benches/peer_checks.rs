@@ -74,7 +74,7 @@ fn time_variant(iris: &Iris, n: usize, checked: bool, iters: usize) -> iris::Res
 }
 
 fn main() -> iris::Result<()> {
-    let backend = World::threads(1).run(|iris| Ok(iris.backend_kind()))?[0];
+    let backend = World::default_backend()?;
     let (n, iters) = if backend == BackendKind::Cpu {
         (1 << 14, 5)
     } else {

@@ -187,12 +187,9 @@ fn main() -> ExitCode {
         Some(env) => vec![env.world_size],
         None => opts.ranks.clone(),
     };
-    // The backend decides the default size; one probe serves every world.
-    let probe = World::threads(1)
-        .heap_bytes(1 << 20)
-        .run(|iris| Ok(iris.backend_kind()));
-    let backend = match probe {
-        Ok(k) => k[0],
+    // The backend decides the default size.
+    let backend = match World::default_backend() {
+        Ok(k) => k,
         Err(e) => {
             eprintln!("all_gather: {e}");
             return ExitCode::FAILURE;

@@ -252,3 +252,32 @@ fn a_second_world_traced_into_the_same_folder_gets_its_own() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `World::default_backend` names the backend a world would run on without making one:
+/// a traced world after it still gets the folder itself (a probe world would have taken
+/// it, leaving the real trace in `world-2`: how the examples' size probe lost their
+/// traces).
+#[test]
+fn asking_for_the_backend_makes_no_world_and_takes_no_trace_folder() {
+    let dir = trace_folder(BackendKind::Cpu, "probe");
+    let probed = World::default_backend().unwrap();
+    let ran = World::threads(1)
+        .heap_bytes(1 << 20)
+        .trace(&dir)
+        .run(|iris| {
+            let x = iris.full(256usize, 1.0f32)?;
+            user::double::launch(iris, (1, 256), &x, 256)?;
+            iris.synchronize()?;
+            Ok(iris.backend_kind())
+        })
+        .unwrap();
+    assert_eq!(probed, ran[0], "the probe and the world disagree");
+    let doubles = op_totals(&dir.join("trace.json"))
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "double")
+        .map_or(0, |t| t.count);
+    assert_eq!(doubles, 1, "the world's trace is not in the folder itself");
+    assert!(!dir.join("world-2").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

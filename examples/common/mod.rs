@@ -98,11 +98,9 @@ pub fn parse_options(
     })
 }
 
-/// The backend a world would run on here.
+/// The backend a world would run on here (no world is made: nothing is traced).
 pub fn probe_backend() -> iris::Result<BackendKind> {
-    Ok(World::threads(1)
-        .heap_bytes(1 << 20)
-        .run(|iris| Ok(iris.backend_kind()))?[0])
+    World::default_backend()
 }
 
 /// The median time in milliseconds of `iters` runs of `work`, each measured between two

@@ -65,6 +65,15 @@ pub struct World {
 }
 
 impl World {
+    /// The backend a world built without [`backend`](World::backend) runs on:
+    /// `IRIS_BACKEND`, else the first of cuda, hip and cpu that is present. Makes no world
+    /// (no context, nothing traced), so a program can choose its sizes before its worlds
+    /// without a probe world taking the trace folder (`IRIS_TRACE` gives a process's
+    /// first world `dir/`, later ones `dir/world-2`, ...).
+    pub fn default_backend() -> Result<BackendKind> {
+        Ok(iris_driver::open_default()?.kind())
+    }
+
     /// A world of `ranks` ranks, one thread each.
     pub fn threads(ranks: usize) -> Self {
         Self::with_ranks(Ranks::Threads(ranks))
