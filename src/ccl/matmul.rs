@@ -62,7 +62,7 @@ pub(crate) mod kernels {
     }
 }
 
-use super::gemm_kernels::{staged_kernels, warpgroup_kernels};
+use super::gemm_kernels::{ahead, staged_kernels, warpgroup_kernels};
 use super::{check_len, Ccl, LocalArray};
 use crate::prelude::{bf16, f16};
 use crate::{DevicePtr, Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
@@ -409,9 +409,9 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     }
     let words = 1 + (world * m / 128) as usize;
     let bytes = (world * m * k) as usize * std::mem::size_of::<T>();
-    let width = if b.transposed { 256 } else { 128 };
+    let width = b.tile_width() as u32;
     let row_blocks = m / 128;
-    let tasks = (world - 1) * row_blocks + world * row_blocks * (n / width);
+    let tasks = ahead::task_count(world, row_blocks, row_blocks * (n / width));
     ccl.barrier()?;
     ccl.gather_ahead()
         .with_work(words, bytes, &mut |work, gathered, epoch| {
