@@ -620,8 +620,9 @@ fn gemm_rows(
         "",
         0.0,
     ));
-    // What a fused call cannot go below: its GEMM between the two device barriers that
-    // frame it (the ranks' arrival skew included).
+    // The GEMM between two device barriers (the ranks' arrival skew included): what a
+    // fused call framed by barriers would cost; the fused calls run their own rows
+    // before the first barrier, so the skew is spent computing.
     let framed = time(iris, iters, || {
         ccl.barrier()?;
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;

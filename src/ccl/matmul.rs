@@ -3,7 +3,10 @@
 //! with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each tile
 //! of its partial product straight into the rank that owns those rows, which adds the
 //! ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum written to
-//! every rank). Each is one GEMM launch between two device barriers (then the sum).
+//! every rank). Each runs its GEMM in two launches: the rows of this rank (its own A, or
+//! its own rows of the product) need nothing from a peer and go first, then a device
+//! barrier, then the rest, then a barrier (then the sum): the first GEMM fills the time
+//! in which the last rank arrives.
 //!
 //! On one device shared by the ranks the communication these save is local memory
 //! traffic, a small part of the time: docs/performance.md has the measurements, and why
@@ -146,14 +149,15 @@ macro_rules! matmul_element {
                         k,
                         me,
                         world,
+                        first,
                     } => {
                         if l.wide {
                             warpgroup_kernels::gather_wide::launch::<$t>(
-                                iris, config, a, b, c, m, n, k, me, world,
+                                iris, config, a, b, c, m, n, k, me, world, first,
                             )
                         } else {
                             staged_kernels::gather_staged::launch::<$t>(
-                                iris, config, a, b, c, m, n, k, me, world,
+                                iris, config, a, b, c, m, n, k, me, world, first,
                             )
                         }
                     }
@@ -188,14 +192,15 @@ macro_rules! matmul_element {
                         k,
                         me,
                         world,
+                        first,
                     } => {
                         if l.wide {
                             warpgroup_kernels::scatter_wide::launch::<$t>(
-                                iris, config, &a, b, staging, part, n, k, me, world,
+                                iris, config, &a, b, staging, part, n, k, me, world, first,
                             )
                         } else {
                             staged_kernels::scatter_staged::launch::<$t>(
-                                iris, config, &a, b, staging, part, n, k, me, world,
+                                iris, config, &a, b, staging, part, n, k, me, world, first,
                             )
                         }
                     }
@@ -220,7 +225,8 @@ pub struct FusedLaunch<'a, 'ctx, T: Pod> {
 /// The two fused forms of the GEMM kernels (their arguments; see `gemm_kernels`).
 #[doc(hidden)]
 pub enum Fused<'a, 'ctx, T: Pod> {
-    /// `gather_*`: every rank's `m` rows of `a` into this rank's `c`.
+    /// `gather_*`: ranks' `m` rows of `a` into this rank's `c`, steps `first..` (step `i`
+    /// rank `me + i`'s rows).
     Gather {
         a: &'a SymmetricBuffer<'ctx, T>,
         c: &'a SymmetricBuffer<'ctx, f32>,
@@ -229,6 +235,7 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     },
     /// `gather_ahead_*`: as `Gather`, every rank's rows copied ahead into `gathered`
     /// (`W·m x k`, this rank's), with the task counter and flags in `work`.
@@ -245,7 +252,7 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         epoch: u64,
     },
     /// `scatter_*`: this rank's partial product, each tile into slot `me` of its
-    /// owner's `staging`.
+    /// owner's `staging`, steps `first..` (step `i` owner `me + i`'s rows).
     Scatter {
         a: DevicePtr<T>,
         staging: &'a SymmetricBuffer<'ctx, f32>,
@@ -254,6 +261,7 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     },
 }
 
@@ -323,10 +331,12 @@ pub enum AllGatherMatmulAlgo {
     /// peer's rows are local memory; across devices each row would cross the link once
     /// per column block of C.
     InPlace,
-    /// The rows of A are copied into a local gathered A one step ahead of the tiles that
-    /// use them: this rank's own rows are computed first, while rank `me + 1`'s are copied,
-    /// and so on, each row crossing the link once, 128 rows a task (the tasks are taken in
-    /// order from a counter, so no block waits for one that is not running). For ranks on
+    /// The peers' rows of A are copied into a local gathered A one step ahead of the
+    /// tiles that use them: after this rank's own rows (computed before the barrier, as
+    /// in place), rank `me + 1`'s are copied, then rank `me + 1`'s tiles computed while
+    /// `me + 2`'s are copied, and so on, each row crossing the link once, 128 rows a task
+    /// (a tile waits only for its own rows; the tasks are taken in order from a counter,
+    /// so no block waits for one that is not running). For ranks on
     /// separate devices. The communicator keeps the gathered A (`W·m·k` elements) and
     /// `W·m/128 + 1` words for later calls.
     CopyAhead,
@@ -336,10 +346,12 @@ pub enum AllGatherMatmulAlgo {
 /// rank's rows, rank after rank) times this rank's `b` (`k x n`, or [`MatrixB::transposed`];
 /// each rank may have its own, as a tensor-parallel layer's column shard).
 ///
-/// One GEMM launch over all `W·m` rows, between a device barrier before (every rank's A
-/// is written) and after (no rank rewrites its A while a peer reads it); how the rows of
-/// A reach it is [`AllGatherMatmulAlgo::Auto`]'s choice (read in place where the ranks
-/// share a device, copied ahead across devices; [`all_gather_matmul_with`] chooses).
+/// The GEMM over this rank's own rows first, then a device barrier (every rank's A is
+/// written: the own rows' GEMM fills the time in which the last rank arrives), then the
+/// GEMM over the other ranks' rows, then a device barrier (no rank rewrites its A while
+/// a peer reads it); how the peers' rows of A reach it is [`AllGatherMatmulAlgo::Auto`]'s
+/// choice (read in place where the ranks share a device, copied ahead across devices;
+/// [`all_gather_matmul_with`] chooses).
 /// Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64 (`a.len() == m·k`,
 /// `b` `k·n` elements, `c.len() == W·m·n`), else refused before anything runs.
 /// Collective, asynchronous: [`Ccl::synchronize`] waits.
@@ -386,11 +398,13 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     let _span = ccl
         .iris()
         .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
-    let (me, threads) = (ccl.rank() as u32, gemm_threads(ccl, b.transposed));
+    let me = ccl.rank() as u32;
     let (m, n, k, world) = (m as u32, n as u32, k as u32, world as u32);
-    if !ahead {
+    // Steps `first..first + steps` read in place: `steps` ranks' rows, rank `me + first`'s
+    // first.
+    let in_place = |first: u32, steps: u32| {
         let launch = FusedLaunch {
-            config: gemm_config(ccl, b.transposed, (world * m) as usize, n as usize),
+            config: gemm_config(ccl, b.transposed, (steps * m) as usize, n as usize),
             wide: b.transposed,
             b: b.ptr,
             op: Fused::Gather {
@@ -401,18 +415,42 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
                 k,
                 me,
                 world,
+                first,
             },
         };
+        T::launch_fused(ccl.iris(), &launch)
+    };
+    // This rank's own rows first: they are written (stream order), and the GEMM on them
+    // fills the time in which the last rank arrives at the barrier.
+    in_place(0, 1)?;
+    if world > 1 {
+        // Every rank's A is written.
         ccl.barrier()?;
-        T::launch_fused(ccl.iris(), &launch)?;
-        return ccl.barrier();
+        if ahead {
+            copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
+        } else {
+            in_place(1, world - 1)?;
+        }
     }
+    // No rank rewrites its A while a peer reads it.
+    ccl.barrier()
+}
+
+/// The all-gather GEMM's steps 1 on (the peers' rows), copied ahead of their tiles into
+/// the communicator's gathered A (`[m, n, k, me, world]` as the call's).
+fn copied_ahead<T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &SymmetricBuffer<'_, T>,
+    b: &MatrixB<'_, T>,
+    c: &SymmetricBuffer<'_, f32>,
+    [m, n, k, me, world]: [u32; 5],
+) -> Result<()> {
     let words = 1 + (world * m / 128) as usize;
     let bytes = (world * m * k) as usize * std::mem::size_of::<T>();
     let width = b.tile_width() as u32;
     let row_blocks = m / 128;
     let tasks = ahead::task_count(world, row_blocks, row_blocks * (n / width));
-    ccl.barrier()?;
+    let threads = gemm_threads(ccl, b.transposed);
     ccl.gather_ahead()
         .with_work(words, bytes, &mut |work, gathered, epoch| {
             let launch = FusedLaunch {
@@ -433,8 +471,7 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
                 },
             };
             T::launch_fused(ccl.iris(), &launch)
-        })?;
-    ccl.barrier()
+        })
 }
 
 /// GEMM then reduce-scatter, fused: every rank's `a` (`M x k`: its share of the inner
@@ -442,10 +479,12 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
 /// product; rank `r` gets rows `r·M/W..` of their sum in `c` (`M/W x n`, `f32`), added in
 /// rank order (the host's `Σ_s partial_s` in order).
 ///
-/// One GEMM launch over the `M` rows: each tile of the partial product goes straight
-/// into slot `me` of the owner's `staging` (`M x n` `f32` on every rank: `W` slots of `M/W
-/// x n`); after a device barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128, `n` of
-/// 128 (256 with Bᵀ), `k` of 64. Collective, asynchronous.
+/// The GEMM over the `M` rows: each tile of the partial product goes straight into slot
+/// `me` of the owner's `staging` (`M x n` `f32` on every rank: `W` slots of `M/W x n`),
+/// this rank's own rows first (into its own `staging`), then, after a device barrier
+/// (every rank has added the last call's slots), the other owners' rows; after a second
+/// barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128,
+/// `n` of 128 (256 with Bᵀ), `k` of 64. Collective, asynchronous.
 pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
     a: &impl LocalArray<T>,
@@ -516,23 +555,34 @@ fn reduced<T: MatmulElement>(
         )));
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
-    let launch = FusedLaunch {
-        config: gemm_config(ccl, b.transposed, rows, n),
-        wide: b.transposed,
-        b: b.ptr,
-        op: Fused::Scatter {
-            a: a.local_ptr(),
-            staging,
-            part: part as u32,
-            n: n as u32,
-            k: k as u32,
-            me: ccl.rank() as u32,
-            world: world as u32,
-        },
+    // Steps `first..first + steps`: the rows of `steps` owners, owner `me + first` first.
+    let scatter = |first: usize, steps: usize| {
+        let launch = FusedLaunch {
+            config: gemm_config(ccl, b.transposed, steps * part, n),
+            wide: b.transposed,
+            b: b.ptr,
+            op: Fused::Scatter {
+                a: a.local_ptr(),
+                staging,
+                part: part as u32,
+                n: n as u32,
+                k: k as u32,
+                me: ccl.rank() as u32,
+                world: world as u32,
+                first: first as u32,
+            },
+        };
+        T::launch_fused(ccl.iris(), &launch)
     };
-    // Every rank has added its slots of the last call: its `staging` may be written.
-    ccl.barrier()?;
-    T::launch_fused(ccl.iris(), &launch)?;
+    // The tiles of this rank's own rows first, into its own `staging` (its sums of the
+    // last call are done: stream order); they fill the time in which the last rank
+    // arrives at the barrier.
+    scatter(0, 1)?;
+    if world > 1 {
+        // Every rank has added its slots of the last call: its `staging` may be written.
+        ccl.barrier()?;
+        scatter(1, world - 1)?;
+    }
     // Every rank's tiles of this rank's rows have landed.
     ccl.barrier()?;
     let me = ccl.rank();

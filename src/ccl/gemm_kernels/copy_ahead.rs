@@ -3,9 +3,11 @@
 //! inside the GEMM would bring each row over the link once per column block of C.
 //!
 //! Each rank's GEMM goes through the ranks' rows of A in steps, its own rows first
-//! (step 0), then rank `me + 1`'s, and so on. Before the tiles of step `s` come the copies
-//! of step `s + 1`'s rows into a local gathered A, one task per block row of 128 rows,
-//! so a step's rows are on their way while the step before computes. A block takes the
+//! (step 0: the in-place kernel's launch before the device barrier, which needs no
+//! copy), then rank `me + 1`'s, and so on; this launch does steps 1 on. Step 1's rows
+//! are copied first, then before the tiles of each step `s` come the copies of step `s +
+//! 1`'s rows into a local gathered A, one task per block row of 128 rows, so a step's
+//! rows are on their way while the step before computes. A block takes the
 //! next task from a counter (claimed in order by blocks that are running), so a tile that
 //! waits for its rows only waits for copies claimed before it, which wait for nothing:
 //! no block needs another to be resident, whatever shares the device.
@@ -17,17 +19,22 @@ pub mod ahead {
     use super::super::grouped::tile_of;
     use iris::prelude::*;
 
-    /// Tasks of a launch: `(world - 1) * row_blocks` copies and `world * tiles` tiles.
+    /// Tasks of a launch (steps 1 to `world - 1`): `(world - 1) * row_blocks` copies and
+    /// as many steps of `tiles` tiles.
     pub fn task_count(world: u32, row_blocks: u32, tiles: u32) -> u32 {
-        (world - 1) * row_blocks + world * tiles
+        (world - 1) * (row_blocks + tiles)
     }
 
     /// Task `t` as `[kind, step, index]`: kind 0 copies block row `index` (128 rows) of
-    /// step `step`'s rank; kind 1 computes tile `index` of step `step`. The order: for
-    /// every step `s`, the copies of step `s + 1`, then the tiles of step `s`.
+    /// step `step`'s rank; kind 1 computes tile `index` of step `step`. The order: the
+    /// copies of step 1, then for every step `s` from 1, the copies of step `s + 1`, then
+    /// the tiles of step `s`.
     pub fn task_of(t: u32, world: u32, row_blocks: u32, tiles: u32) -> [u32; 3] {
+        if t < row_blocks {
+            return [0, 1, t];
+        }
         let period = row_blocks + tiles;
-        let (s, r) = (t / period, t % period);
+        let (s, r) = (1 + (t - row_blocks) / period, (t - row_blocks) % period);
         if s + 1 < world && r < row_blocks {
             [0, s + 1, r]
         } else if s + 1 < world {
@@ -57,8 +64,8 @@ pub mod ahead {
     /// calls it; `width` the tiles' width, `slot` a block-shared word): a copy is done
     /// here (its rows into `gathered`, then its flag in `work` set to `epoch`) and gives
     /// `[0, 0, 0, 0]`; a tile gives `[1, source, br, bc]`, its rows of A those of rank
-    /// `source` (this rank's own A, or `gathered` from row `source · m` once their flag
-    /// says they landed: waited for here), its block row `br` of them and column `bc`.
+    /// `source` (in `gathered` from row `source · m`, once their flag says they landed:
+    /// waited for here), its block row `br` of them and column `bc`.
     #[inline(always)]
     pub fn take_task<T: Element>(
         a: Symmetric<T>,
@@ -89,9 +96,7 @@ pub mod ahead {
             return [0, 0, 0, 0];
         }
         let tile = tile_of(task[2], row_blocks, n, width);
-        if task[1] != 0 {
-            signal_wait_until_block(flags.add((tile[0] / 128) as usize), Cmp::Ge, epoch);
-        }
+        signal_wait_until_block(flags.add((tile[0] / 128) as usize), Cmp::Ge, epoch);
         [1, source, tile[0], tile[1]]
     }
 
@@ -122,8 +127,9 @@ mod tests {
     use super::ahead::{task_count, task_of};
     use crate::ccl::gemm_kernels::grouped::tile_of;
 
-    /// Every copy and every tile once, and a tile's rows copied by an earlier task: a
-    /// block only waits for tasks claimed before its own (by blocks that are running).
+    /// Every copy and every tile of steps 1 on once, and a tile's rows copied by an
+    /// earlier task: a block only waits for tasks claimed before its own (by blocks that
+    /// are running).
     #[test]
     fn every_task_once_and_tiles_wait_only_for_earlier_copies() {
         for world in 1..=8u32 {
@@ -144,16 +150,16 @@ mod tests {
                         );
                         continue;
                     }
+                    assert!(step >= 1 && step < world, "tile of step {step}");
                     assert!(!computed[s][i], "tile {step}/{index} twice");
                     computed[s][i] = true;
                     let [br, _] = tile_of(index, row_blocks, blocks_n * 128, 128);
-                    if step > 0 {
-                        let by = copied[s][(br / 128) as usize];
-                        assert!(by.is_some_and(|c| c < t), "tile {t} waits for a later copy");
-                    }
+                    let by = copied[s][(br / 128) as usize];
+                    assert!(by.is_some_and(|c| c < t), "tile {t} waits for a later copy");
                 }
+                // Step 0 (this rank's own rows) is the in-place launch's.
                 assert!(copied[1..].iter().flatten().all(Option::is_some));
-                assert!(computed.iter().flatten().all(|&c| c));
+                assert!(computed[1..].iter().flatten().all(|&c| c));
             }
         }
     }

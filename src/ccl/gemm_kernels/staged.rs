@@ -40,10 +40,12 @@ pub mod staged_kernels {
         staged_block(sa, sb, a, br, b, bc, n, k, c, row0 + br, me, peers, world);
     }
 
-    /// `staged_128` over every rank's rows of A where they are (all-gather then GEMM,
-    /// fused): rows `r..` of C (`W·m x n`, this rank's) are rank `r / m`'s rows `r % m..`
-    /// of A (`m x k` on each rank, read through A's peer table). Launch as `staged_128`
-    /// for `W·m` rows; `m` a multiple of 128.
+    /// `staged_128` over ranks' rows of A where they are (all-gather then GEMM, fused):
+    /// rows `s·m..` of C (`W·m x n`, this rank's) are rank `s`'s `m` rows of A (`m x k`
+    /// on each rank, read through A's peer table). The launch covers steps `first..`, as
+    /// many as its blocks make (`m / 128 · n / 128` blocks a step); step `i` is rank `(me
+    /// + i) % W`'s rows, so step 0 is this rank's own (read before its peers' A is
+    /// known to be written). `m` a multiple of 128.
     #[kernel(instances(T = [bf16, f16]))]
     pub fn gather_staged<T: MmaElement>(
         a: Symmetric<T>,
@@ -54,22 +56,24 @@ pub mod staged_kernels {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     ) {
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
-        let source = br / m;
+        let source = (me + first + br / m) % world;
         let rows = a.peer_ptr(source) as *const T;
         let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
-        staged_block(sa, sb, rows, br % m, b, bc, n, k, c, br, me, 1, world);
+        let (row, c_row) = (br % m, source * m + br % m);
+        staged_block(sa, sb, rows, row, b, bc, n, k, c, c_row, me, 1, world);
     }
 
-    /// `staged_128` over every rank's rows of A, copied ahead (all-gather then GEMM,
-    /// fused, for ranks on separate devices): the rows of rank `me + s` are copied into
-    /// this rank's `gathered` (`W·m x k`, at row `(me + s) % W · m`) by the tasks before
-    /// step `s`'s tiles, 128 rows a task, each setting its flag in `work` to `epoch`; a
-    /// tile of step `s > 0` waits for its rows' flag and reads them there, step 0's read
-    /// this rank's own A (see `copy_ahead.rs`). `work` holds the task counter (0 between
+    /// `staged_128` over the peers' rows of A, copied ahead (all-gather then GEMM, fused,
+    /// for ranks on separate devices; this rank's own rows, step 0, are `gather_staged`'s
+    /// launch before): the rows of rank `me + s` are copied into this rank's `gathered`
+    /// (`W·m x k`, at row `(me + s) % W · m`) by the tasks before step `s`'s tiles, 128
+    /// rows a task, each setting its flag in `work` to `epoch`; a tile waits for its
+    /// rows' flag and reads them there (see `copy_ahead.rs`). `work` holds the task counter (0 between
     /// launches), then `W · m / 128` flags below `epoch`. Launch with 4 x warp-size
     /// threads and `ahead::task_count(world, m / 128, m / 128 * (n / 128))` blocks.
     #[kernel(instances(T = [bf16, f16]))]
@@ -92,10 +96,7 @@ pub mod staged_kernels {
         let t = take_task(a, gathered, work, m, n, k, me, world, epoch, 128, slot);
         if t[0] == 1 {
             let (source, br, bc) = (t[1], t[2], t[3]);
-            let mut rows = a.local() as *const T;
-            if source != me {
-                rows = unsafe { gathered.add((source * m * k) as usize) } as *const T;
-            }
+            let rows = unsafe { gathered.add((source * m * k) as usize) } as *const T;
             staged_block(
                 sa,
                 sb,
@@ -116,9 +117,11 @@ pub mod staged_kernels {
 
     /// `staged_128` with its product scattered to the ranks that own its rows (the GEMM of
     /// a GEMM + reduce-scatter): this rank's `M x k` A times B is its partial product;
-    /// block row `r` belongs to rank `r / part` (the owner), and each tile goes straight
-    /// into slot `me` of the owner's `staging` (`W` slots of `part x n`), where the owner
-    /// adds the slots once every rank's GEMM is done. Launch as `staged_128` for `M` rows.
+    /// rows `o·part..` belong to rank `o` (the owner), and each tile goes straight into
+    /// slot `me` of the owner's `staging` (`W` slots of `part x n`), where the owner adds
+    /// the slots once every rank's GEMM is done. The launch covers steps `first..`, as
+    /// many as its blocks make (`part / 128 · n / 128` blocks a step); step `i` is owner
+    /// `(me + i) % W`'s rows, so step 0 stores into this rank's own `staging`.
     #[kernel(instances(T = [bf16, f16]))]
     pub fn scatter_staged<T: MmaElement>(
         a: *const T,
@@ -129,17 +132,18 @@ pub mod staged_kernels {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     ) {
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
-        let (owner, row) = (br / part, br % part);
+        let (owner, row) = ((me + first + br / part) % world, br % part);
         let sa = shared_array::<T, 27648>(); // 3 buffers x 128 rows x 72 (64 + 8 padding)
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         staged_block(
             sa,
             sb,
             a,
-            br,
+            owner * part + row,
             b,
             bc,
             n,

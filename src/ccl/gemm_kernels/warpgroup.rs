@@ -43,8 +43,8 @@ pub mod warpgroup_kernels {
         wide_block(sa, sb, a, br, bt, bc, n, k, c, row0 + br, me, peers, world);
     }
 
-    /// `warpgroup_256` over every rank's rows of A where they are (all-gather then GEMM,
-    /// fused), as `gather_staged`. Launch as `warpgroup_256` for `W·m` rows.
+    /// `warpgroup_256` over ranks' rows of A where they are (all-gather then GEMM, fused),
+    /// steps `first..` as `gather_staged` (`m / 128 · n / 256` blocks a step).
     #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
     pub fn gather_wide<T: MmaElement>(
         a: Symmetric<T>,
@@ -55,14 +55,16 @@ pub mod warpgroup_kernels {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     ) {
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
-        let source = br / m;
+        let source = (me + first + br / m) % world;
         let rows = a.peer_ptr(source) as *const T;
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
-        wide_block(sa, sb, rows, br % m, bt, bc, n, k, c, br, me, 1, world);
+        let (row, c_row) = (br % m, source * m + br % m);
+        wide_block(sa, sb, rows, row, bt, bc, n, k, c, c_row, me, 1, world);
     }
 
     /// `warpgroup_256` over every rank's rows of A, copied ahead into this rank's
@@ -88,10 +90,7 @@ pub mod warpgroup_kernels {
         let t = take_task(a, gathered, work, m, n, k, me, world, epoch, 256, slot);
         if t[0] == 1 {
             let (source, br, bc) = (t[1], t[2], t[3]);
-            let mut rows = a.local() as *const T;
-            if source != me {
-                rows = unsafe { gathered.add((source * m * k) as usize) } as *const T;
-            }
+            let rows = unsafe { gathered.add((source * m * k) as usize) } as *const T;
             wide_block(
                 sa,
                 sb,
@@ -110,8 +109,8 @@ pub mod warpgroup_kernels {
         }
     }
 
-    /// `warpgroup_256` with its product scattered to the ranks that own its rows, as
-    /// `scatter_staged`. Launch as `warpgroup_256` for `M` rows.
+    /// `warpgroup_256` with its product scattered to the ranks that own its rows, steps
+    /// `first..` as `scatter_staged` (`part / 128 · n / 256` blocks a step).
     #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
     pub fn scatter_wide<T: MmaElement>(
         a: *const T,
@@ -122,17 +121,18 @@ pub mod warpgroup_kernels {
         k: u32,
         me: u32,
         world: u32,
+        first: u32,
     ) {
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
-        let (owner, row) = (br / part, br % part);
+        let (owner, row) = ((me + first + br / part) % world, br % part);
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
         wide_block(
             sa,
             sb,
             a,
-            br,
+            owner * part + row,
             bt,
             bc,
             n,
