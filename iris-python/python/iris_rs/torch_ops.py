@@ -181,7 +181,8 @@ def _buffers(*named):
 def all_gather_matmul(a, b, c, k, transposed=False):
     """``torch.ops.iris.all_gather_matmul``: ``c`` (float32, ``world * m x n``) = every
     rank's ``a`` (``m x k``, bfloat16 or float16) times this rank's ``b`` (``k x n``; Bᵀ,
-    ``n x k``, with ``transposed``), one GEMM launch."""
+    ``n x k``, with ``transposed``); the GEMM on this rank's own rows runs while the
+    peers arrive."""
     ctx, gpu, (ba, bb, bc) = _buffers((a, "a"), (b, "b"), (c, "c"))
     ctx.all_gather_matmul(ba, bb, bc, k, transposed, None, gpu)
 
