@@ -145,10 +145,9 @@ mod find_llvm {
         println!("cargo:rustc-env=IRIS_LLD_LIBRARY={shim}");
         if found.major < 22 {
             println!(
-                "cargo:warning=iris: LLVM {} ({}) builds correct NVIDIA code; matrix \
-                 (mma/wgmma) kernels ran 1.5-2x slower on an H200 than with LLVM 22 before \
-                 the compiler folded the address-space tests LLVM 19-21 keep, and are not \
-                 measured since: prefer LLVM 22 for GEMMs",
+                "cargo:warning=iris: LLVM {} ({}) builds correct NVIDIA code; on an H200 \
+                 its mma.sync GEMMs ran 1.3x slower than LLVM 22's (wgmma ones as fast): \
+                 prefer LLVM 22 for GEMMs",
                 found.version,
                 found.config.display()
             );

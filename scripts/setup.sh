@@ -19,8 +19,8 @@
 #      Debian 12 has 22 in its security archive (in every installed Debian 12's sources)
 #      and 19 in main; on Ubuntu 24.04, the newest of 19 to 22 its archive carries.
 # LLVM 19 builds every target but gfx950 (AMD MI350/MI355), which needs LLVM 20, and its
-# NVIDIA matrix (mma/wgmma) kernels ran 1.5-2x slower on an H200 than LLVM 22's (before
-# the compiler folded the address-space tests LLVM 19-21 keep; not measured since).
+# NVIDIA mma.sync GEMMs run 1.3x slower on an H200 than LLVM 22's (wgmma ones as fast;
+# docs/performance.md).
 #
 # Running programs built with iris needs none of this: no LLVM at run time, and the GPU
 # runtimes (CUDA driver, ROCm) are loaded when present.

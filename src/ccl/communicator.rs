@@ -365,6 +365,37 @@ impl<'ctx> Ccl<'ctx> {
         )
     }
 
+    /// The first half of a split [`barrier`](Ccl::barrier): this rank arrives (every
+    /// rank's work queued before its `barrier_arrive` is done once the matching
+    /// [`barrier_wait`](Ccl::barrier_wait) returns on any rank) without waiting, so the
+    /// work queued between the two runs while the last rank arrives. Each
+    /// `barrier_arrive` is followed by one `barrier_wait` before any other collective of
+    /// this communicator. Collective.
+    pub(crate) fn barrier_arrive(&self) -> Result<()> {
+        signals::barrier_kernel::arrive::launch(
+            self.iris,
+            (1, 1),
+            &self.signals,
+            self.rank() as u32,
+            self.world_size() as u32,
+        )
+    }
+
+    /// The second half of a split [`barrier`](Ccl::barrier): work queued after it starts
+    /// only after every rank's work queued before its
+    /// [`barrier_arrive`](Ccl::barrier_arrive) finished. Bounded and reported as
+    /// [`barrier`](Ccl::barrier)'s wait.
+    pub(crate) fn barrier_wait(&self) -> Result<()> {
+        signals::barrier_kernel::wait_arrived::launch(
+            self.iris,
+            (1, 1),
+            &self.signals,
+            self.rank() as u32,
+            self.world_size() as u32,
+            self.wait_limit_ns(),
+        )
+    }
+
     /// Reports a barrier that gave up: reads this rank's copy of the signal buffer (after
     /// the rank's queued work, as every read of device memory does).
     ///

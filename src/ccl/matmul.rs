@@ -309,6 +309,18 @@ fn check_tiles(
     Ok(())
 }
 
+/// Whether a fused GEMM launches this rank's own rows (`tiles` tiles: its own A, or the
+/// rows it owns of the product) before its leading barrier, arriving first and waiting
+/// after, and the rest after it: when the own rows of the ranks on the device fill it at
+/// least once, so that they keep it busy while the last rank arrives (a first launch of
+/// less than a wave would leave the device draining, about a tile's time, for less than
+/// it gains). Always on the CPU backend, which has no waves.
+fn own_rows_first(ccl: &Ccl<'_>, tiles: u32) -> bool {
+    let info = ccl.iris().device_info();
+    info.backend == crate::BackendKind::Cpu
+        || u64::from(tiles) * ccl.ranks_on_device() as u64 >= u64::from(info.multiprocessors)
+}
+
 /// `(rows, n)` of a GEMM whose A holds `a_len` and B `b_len` elements with inner size `k`.
 fn shape_of(what: &str, a_len: usize, b_len: usize, k: usize) -> Result<(usize, usize)> {
     if k == 0 || a_len % k != 0 || b_len % k != 0 {
@@ -420,17 +432,26 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
         };
         T::launch_fused(ccl.iris(), &launch)
     };
-    // This rank's own rows first: they are written (stream order), and the GEMM on them
-    // fills the time in which the last rank arrives at the barrier.
-    in_place(0, 1)?;
-    if world > 1 {
+    // Steps launched before the other ranks' A is known to be written.
+    let early = if world > 1 && own_rows_first(ccl, (m / 128) * (n / b.tile_width() as u32)) {
+        // This rank arrives (its A is written), computes its own rows, then waits for the
+        // other ranks: the GEMM on its own rows fills the time in which the last arrives.
+        ccl.barrier_arrive()?;
+        in_place(0, 1)?;
+        ccl.barrier_wait()?;
+        1
+    } else {
         // Every rank's A is written.
         ccl.barrier()?;
-        if ahead {
-            copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
-        } else {
-            in_place(1, world - 1)?;
+        0
+    };
+    if ahead && world > 1 {
+        if early == 0 {
+            in_place(0, 1)?;
         }
+        copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
+    } else if early < world {
+        in_place(early, world - early)?;
     }
     // No rank rewrites its A while a peer reads it.
     ccl.barrier()
@@ -574,14 +595,20 @@ fn reduced<T: MatmulElement>(
         };
         T::launch_fused(ccl.iris(), &launch)
     };
-    // The tiles of this rank's own rows first, into its own `staging` (its sums of the
-    // last call are done: stream order); they fill the time in which the last rank
-    // arrives at the barrier.
-    scatter(0, 1)?;
-    if world > 1 {
+    let tiles = part / 128 * (n / width);
+    if world > 1 && own_rows_first(ccl, tiles as u32) {
+        // This rank arrives (its sums of the last call are done), computes the tiles of
+        // its own rows into its own `staging`, then waits for the other ranks: the GEMM on
+        // its own rows fills the time in which the last one arrives.
+        ccl.barrier_arrive()?;
+        scatter(0, 1)?;
+        // Every rank has added its slots of the last call: its `staging` may be written.
+        ccl.barrier_wait()?;
+        scatter(1, world - 1)?;
+    } else {
         // Every rank has added its slots of the last call: its `staging` may be written.
         ccl.barrier()?;
-        scatter(1, world - 1)?;
+        scatter(0, world)?;
     }
     // Every rank's tiles of this rank's rows have landed.
     ccl.barrier()?;

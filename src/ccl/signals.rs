@@ -126,4 +126,26 @@ pub(crate) mod barrier_kernel {
             ccl_epoch_done(signals, 0, me, epoch);
         }
     }
+
+    /// The first half of a split barrier: this rank arrives at slot 0 for its next epoch
+    /// (recorded as the slot's last, so the `wait_arrived` that follows and every later
+    /// barrier count from it) and goes on; one thread.
+    #[kernel]
+    pub fn arrive(signals: Symmetric<u64>, me: u32, world: u32) {
+        if thread_idx_x() == 0 && block_idx_x() == 0 {
+            let epoch = ccl_epoch(signals, 0, me) + 1;
+            ccl_signal(signals, 0, epoch, me, world);
+            ccl_epoch_done(signals, 0, me, epoch);
+        }
+    }
+
+    /// The second half: waits until every rank arrived at slot 0 for this rank's last
+    /// epoch (its `arrive`); one thread.
+    #[kernel]
+    pub fn wait_arrived(signals: Symmetric<u64>, me: u32, world: u32, timeout_ns: u64) {
+        if thread_idx_x() == 0 && block_idx_x() == 0 {
+            let epoch = ccl_epoch(signals, 0, me);
+            ccl_wait(signals, 0, epoch, me, world, timeout_ns);
+        }
+    }
 }
