@@ -4,9 +4,11 @@
 //! of its partial product straight into the rank that owns those rows, which adds the
 //! ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum written to
 //! every rank). Each runs its GEMM in two launches: the rows of this rank (its own A, or
-//! its own rows of the product) need nothing from a peer and go first, then a device
-//! barrier, then the rest, then a barrier (then the sum): the first GEMM fills the time
-//! in which the last rank arrives.
+//! its own rows of the product) need nothing from a peer and go first, between the two
+//! halves of a split device barrier (this rank arrives before them and waits for the
+//! others after them, so they fill the time in which the last rank arrives), then the
+//! rest, then a barrier (then the sum). Where the own rows of the ranks on a device are
+//! less than a wave of tiles, a plain barrier comes first and the GEMM is one launch.
 //!
 //! On one device shared by the ranks the communication these save is local memory
 //! traffic, a small part of the time: docs/performance.md has the measurements, and why
@@ -358,10 +360,10 @@ pub enum AllGatherMatmulAlgo {
 /// rank's rows, rank after rank) times this rank's `b` (`k x n`, or [`MatrixB::transposed`];
 /// each rank may have its own, as a tensor-parallel layer's column shard).
 ///
-/// The GEMM over this rank's own rows first, then a device barrier (every rank's A is
-/// written: the own rows' GEMM fills the time in which the last rank arrives), then the
-/// GEMM over the other ranks' rows, then a device barrier (no rank rewrites its A while
-/// a peer reads it); how the peers' rows of A reach it is [`AllGatherMatmulAlgo::Auto`]'s
+/// The GEMM over this rank's own rows first, then a wait until every rank's A is written
+/// (this rank arrived before its own rows, so their GEMM fills the time in which the last
+/// rank arrives), then the GEMM over the other ranks' rows, then a device barrier (no
+/// rank rewrites its A while a peer reads it); how the peers' rows of A reach it is [`AllGatherMatmulAlgo::Auto`]'s
 /// choice (read in place where the ranks share a device, copied ahead across devices;
 /// [`all_gather_matmul_with`] chooses).
 /// Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64 (`a.len() == m·k`,
@@ -502,9 +504,9 @@ fn copied_ahead<T: MatmulElement>(
 ///
 /// The GEMM over the `M` rows: each tile of the partial product goes straight into slot
 /// `me` of the owner's `staging` (`M x n` `f32` on every rank: `W` slots of `M/W x n`),
-/// this rank's own rows first (into its own `staging`), then, after a device barrier
-/// (every rank has added the last call's slots), the other owners' rows; after a second
-/// barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128,
+/// this rank's own rows first (into its own `staging`), then, once every rank has added
+/// the last call's slots (a wait after the own rows: this rank arrived before them), the
+/// other owners' rows; after a device barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128,
 /// `n` of 128 (256 with Bᵀ), `k` of 64. Collective, asynchronous.
 pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
