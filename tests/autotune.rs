@@ -92,7 +92,8 @@ fn tuned_collectives_agree_measure_once_and_cache_the_decision() {
         );
         assert!(["push", "pull"].contains(&gather.kernel), "{gather:?}");
         // The file has both, with every candidate measured (a time each), and the chosen
-        // one is the fastest of them.
+        // one is the fastest of them, or the fixed choice (the first) when the fastest
+        // does not beat it by 5% (the tuner's margin for noise).
         let cached = entries(&file);
         assert_eq!(cached.len(), 2, "{cached:?}");
         for d in &decisions[0] {
@@ -109,7 +110,12 @@ fn tuned_collectives_agree_measure_once_and_cache_the_decision() {
                 .iter()
                 .find(|c| c["kernel"] == d.kernel && c["blocks"] == d.blocks)
                 .unwrap();
-            assert_eq!(chosen["us"].as_f64().unwrap(), best, "{e}");
+            let fixed = candidates[0]["us"].as_f64().unwrap();
+            let us = chosen["us"].as_f64().unwrap();
+            if us != best {
+                assert_eq!(chosen, &candidates[0], "{e}: neither the fastest nor the fixed");
+                assert!(best > fixed * 0.95, "{e}: the fastest beat the fixed by 5%");
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
