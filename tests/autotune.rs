@@ -113,7 +113,10 @@ fn tuned_collectives_agree_measure_once_and_cache_the_decision() {
             let fixed = candidates[0]["us"].as_f64().unwrap();
             let us = chosen["us"].as_f64().unwrap();
             if us != best {
-                assert_eq!(chosen, &candidates[0], "{e}: neither the fastest nor the fixed");
+                assert_eq!(
+                    chosen, &candidates[0],
+                    "{e}: neither the fastest nor the fixed"
+                );
                 assert!(best > fixed * 0.95, "{e}: the fastest beat the fixed by 5%");
             }
         }

@@ -217,20 +217,24 @@ fn layout_of<'a>(b: &'a iris::Buffer<'_, bf16>, transposed: bool) -> ccl::Matrix
 /// (`warpgroup_256`), each twice (the second call reuses A, B and the staging buffer),
 /// compared exactly with the host.
 fn matmuls_of(iris: &Iris, ccl: &Ccl<'_>) -> iris::Result<Vec<String>> {
-    let mut problems = matmuls_in(iris, ccl, false)?;
-    problems.extend(matmuls_in(iris, ccl, true)?);
+    // Bᵀ runs the 128 x 256 kernel: n a multiple of 256.
+    let mut problems = matmuls_in(iris, ccl, false, (128, 128, 128), true)?;
+    problems.extend(matmuls_in(iris, ccl, true, (128, 256, 64), true)?);
     Ok(problems)
 }
 
-fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<String>> {
+/// The fused GEMMs with `m` rows a rank (of A in the all-gather GEMM, of the product's
+/// part in the reductions), `n` and `k`; every all-gather form when `every_form`, else
+/// `Auto` once.
+fn matmuls_in(
+    iris: &Iris,
+    ccl: &Ccl<'_>,
+    transposed: bool,
+    (m, n, k): (usize, usize, usize),
+    every_form: bool,
+) -> iris::Result<Vec<String>> {
     let (world, me) = (iris.world_size(), iris.rank());
     let mut problems = Vec::new();
-    // Bᵀ runs the 128 x 256 kernel: n a multiple of 256.
-    let (m, n, k) = if transposed {
-        (128usize, 256usize, 64usize)
-    } else {
-        (128, 128, 128)
-    };
     let layout = if transposed { "Bᵀ" } else { "B" };
     let matrix =
         |seed: u64, len: usize| -> Vec<f32> { (0..len).map(|i| quarter(seed, i)).collect() };
@@ -248,12 +252,12 @@ fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<
     // place, and copied ahead (twice: the task counter and the flags carry over; then,
     // up to 4 ranks, two block rows a rank with three k steps: the copy's vector loop
     // and its remainder). (algo, m, k, calls)
-    let mut gathers = vec![
-        (AllGatherMatmulAlgo::Auto, m, k, 2),
-        (AllGatherMatmulAlgo::InPlace, m, k, 1),
-        (AllGatherMatmulAlgo::CopyAhead, m, k, 2),
-    ];
-    if world <= 4 {
+    let mut gathers = vec![(AllGatherMatmulAlgo::Auto, m, k, 2)];
+    if every_form {
+        gathers.push((AllGatherMatmulAlgo::InPlace, m, k, 1));
+        gathers.push((AllGatherMatmulAlgo::CopyAhead, m, k, 2));
+    }
+    if every_form && world <= 4 {
         gathers.push((AllGatherMatmulAlgo::CopyAhead, 2 * m, k + 64, 1));
     }
     for (algo, m, k, calls) in gathers {
@@ -286,11 +290,11 @@ fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<
     let b_of = |r: usize| matrix(200 + r as u64, k * n);
     // The sum of every rank's partial product, computed once per world and shape (by the
     // first rank to get here) and shared.
-    type Totals = Vec<((usize, usize, usize), Arc<Vec<f32>>)>;
+    type Totals = Vec<((usize, usize, usize, usize), Arc<Vec<f32>>)>;
     static TOTALS: Mutex<Totals> = Mutex::new(Vec::new());
     let total = {
         let mut totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
-        match totals.iter().find(|(key, _)| *key == (world, n, k)) {
+        match totals.iter().find(|(key, _)| *key == (world, m, n, k)) {
             Some((_, t)) => Arc::clone(t),
             None => {
                 let mut t = vec![0.0f32; rows * n];
@@ -300,7 +304,7 @@ fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<
                     }
                 }
                 let t = Arc::new(t);
-                totals.push(((world, n, k), Arc::clone(&t)));
+                totals.push(((world, m, n, k), Arc::clone(&t)));
                 t
             }
         }
@@ -332,6 +336,42 @@ fn matmuls_in(iris: &Iris, ccl: &Ccl<'_>, transposed: bool) -> iris::Result<Vec<
 #[test]
 fn fused_matmuls_match_the_host_exactly() {
     for_every_world("fused matmuls", 8 << 20, matmuls_of);
+}
+
+/// On a GPU the fused GEMMs run a rank's own rows first, between the halves of a split
+/// barrier, only where the own rows of the ranks on the device fill it at least once
+/// (the shapes above are smaller, so there they run the one-launch form): 4 ranks with
+/// 1024 rows each and `n` = 1024 (B, 64 tiles a step) or 2048 (Bᵀ, 64 tiles) take the
+/// split form on a device of up to 256 multiprocessors. The CPU backend runs the split
+/// form at every shape, so `fused_matmuls_match_the_host_exactly` covers it there.
+#[test]
+fn fused_matmuls_with_the_own_rows_first_match_the_host_on_a_gpu() {
+    let gpus: Vec<_> = common::backends()
+        .into_iter()
+        .filter(|b| *b != iris::BackendKind::Cpu)
+        .collect();
+    if gpus.is_empty() {
+        eprintln!(
+            "skipped: no GPU backend here (the CPU backend runs the split form at every \
+             shape: fused_matmuls_match_the_host_exactly)"
+        );
+        return;
+    }
+    for backend in gpus {
+        let problems = World::threads(4)
+            .backend(backend)
+            .heap_bytes(256 << 20)
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                let mut p = matmuls_in(iris, &ccl, false, (1024, 1024, 64), false)?;
+                p.extend(matmuls_in(iris, &ccl, true, (1024, 2048, 64), false)?);
+                ccl.synchronize()?;
+                Ok(p)
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let problems: Vec<String> = problems.into_iter().flatten().collect();
+        assert!(problems.is_empty(), "{backend}: {}", problems.join("\n"));
+    }
 }
 
 #[test]
