@@ -365,10 +365,10 @@ impl<'ctx> Ccl<'ctx> {
         )
     }
 
-    /// The first half of a split [`barrier`](Ccl::barrier): this rank arrives (every
-    /// rank's work queued before its `barrier_arrive` is done once the matching
-    /// [`barrier_wait`](Ccl::barrier_wait) returns on any rank) without waiting, so the
-    /// work queued between the two runs while the last rank arrives. Each
+    /// The first half of a split [`barrier`](Ccl::barrier): this rank arrives without
+    /// waiting (work queued after the matching [`barrier_wait`](Ccl::barrier_wait), on
+    /// any rank, starts once every rank's work queued before its `barrier_arrive` is
+    /// done), so the work queued between the two runs while the last rank arrives. Each
     /// `barrier_arrive` is followed by one `barrier_wait` before any other collective of
     /// this communicator. Collective.
     pub(crate) fn barrier_arrive(&self) -> Result<()> {
