@@ -363,9 +363,11 @@ pub enum AllGatherMatmulAlgo {
 /// The GEMM over this rank's own rows first, then a wait until every rank's A is written
 /// (this rank arrived before its own rows, so their GEMM fills the time in which the last
 /// rank arrives), then the GEMM over the other ranks' rows, then a device barrier (no
-/// rank rewrites its A while a peer reads it); how the peers' rows of A reach it is [`AllGatherMatmulAlgo::Auto`]'s
-/// choice (read in place where the ranks share a device, copied ahead across devices;
-/// [`all_gather_matmul_with`] chooses).
+/// rank rewrites its A while a peer reads it). Where the own rows of the ranks on a
+/// device are less than a wave of tiles, a barrier comes first and the rows follow
+/// without a break. How the peers' rows of A reach the GEMM is
+/// [`AllGatherMatmulAlgo::Auto`]'s choice (read in place where the ranks share a device,
+/// copied ahead across devices; [`all_gather_matmul_with`] chooses).
 /// Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64 (`a.len() == m·k`,
 /// `b` `k·n` elements, `c.len() == W·m·n`), else refused before anything runs.
 /// Collective, asynchronous: [`Ccl::synchronize`] waits.
@@ -506,8 +508,10 @@ fn copied_ahead<T: MatmulElement>(
 /// `me` of the owner's `staging` (`M x n` `f32` on every rank: `W` slots of `M/W x n`),
 /// this rank's own rows first (into its own `staging`), then, once every rank has added
 /// the last call's slots (a wait after the own rows: this rank arrived before them), the
-/// other owners' rows; after a device barrier each rank adds its `W` slots into its `c`. Shapes: `M/W` a multiple of 128,
-/// `n` of 128 (256 with Bᵀ), `k` of 64. Collective, asynchronous.
+/// other owners' rows (as for [`all_gather_matmul`], one launch after a barrier where the
+/// own rows are less than a wave); after a device barrier each rank adds its `W` slots
+/// into its `c`. Shapes: `M/W` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64.
+/// Collective, asynchronous.
 pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
     a: &impl LocalArray<T>,
