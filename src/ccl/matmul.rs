@@ -323,6 +323,28 @@ fn own_rows_first(ccl: &Ccl<'_>, tiles: u32) -> bool {
         || u64::from(tiles) * ccl.ranks_on_device() as u64 >= u64::from(info.multiprocessors)
 }
 
+/// Launches a fused GEMM's steps (`launch(first, steps)`: step 0 this rank's own rows,
+/// step `i` rank or owner `me + i`'s) after the sync that lets them touch the peers'
+/// memory: where [`own_rows_first`] says so, this rank arrives at a split barrier,
+/// launches step 0, waits for the other ranks and launches the rest; else a barrier,
+/// then every step in one launch.
+fn own_rows_then_peers(
+    ccl: &Ccl<'_>,
+    tiles: u32,
+    mut launch: impl FnMut(u32, u32) -> Result<()>,
+) -> Result<()> {
+    let world = ccl.world_size() as u32;
+    if world > 1 && own_rows_first(ccl, tiles) {
+        ccl.barrier_arrive()?;
+        launch(0, 1)?;
+        ccl.barrier_wait()?;
+        launch(1, world - 1)
+    } else {
+        ccl.barrier()?;
+        launch(0, world)
+    }
+}
+
 /// `(rows, n)` of a GEMM whose A holds `a_len` and B `b_len` elements with inner size `k`.
 fn shape_of(what: &str, a_len: usize, b_len: usize, k: usize) -> Result<(usize, usize)> {
     if k == 0 || a_len % k != 0 || b_len % k != 0 {
@@ -436,27 +458,20 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
         };
         T::launch_fused(ccl.iris(), &launch)
     };
-    // Steps launched before the other ranks' A is known to be written.
-    let early = if world > 1 && own_rows_first(ccl, (m / 128) * (n / b.tile_width() as u32)) {
-        // This rank arrives (its A is written), computes its own rows, then waits for the
-        // other ranks: the GEMM on its own rows fills the time in which the last arrives.
-        ccl.barrier_arrive()?;
-        in_place(0, 1)?;
-        ccl.barrier_wait()?;
-        1
-    } else {
-        // Every rank's A is written.
-        ccl.barrier()?;
-        0
-    };
-    if ahead && world > 1 {
-        if early == 0 {
+    let tiles = (m / 128) * (n / b.tile_width() as u32);
+    // The peers' rows read in place, or copied ahead (step 0 is read in place either way).
+    own_rows_then_peers(ccl, tiles, |first, steps| {
+        if !ahead {
+            return in_place(first, steps);
+        }
+        if first == 0 {
             in_place(0, 1)?;
         }
-        copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
-    } else if early < world {
-        in_place(early, world - early)?;
-    }
+        if first + steps > 1 {
+            copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
+        }
+        Ok(())
+    })?;
     // No rank rewrites its A while a peer reads it.
     ccl.barrier()
 }
@@ -601,21 +616,11 @@ fn reduced<T: MatmulElement>(
         };
         T::launch_fused(ccl.iris(), &launch)
     };
-    let tiles = part / 128 * (n / width);
-    if world > 1 && own_rows_first(ccl, tiles as u32) {
-        // This rank arrives (its sums of the last call are done), computes the tiles of
-        // its own rows into its own `staging`, then waits for the other ranks: the GEMM on
-        // its own rows fills the time in which the last one arrives.
-        ccl.barrier_arrive()?;
-        scatter(0, 1)?;
-        // Every rank has added its slots of the last call: its `staging` may be written.
-        ccl.barrier_wait()?;
-        scatter(1, world - 1)?;
-    } else {
-        // Every rank has added its slots of the last call: its `staging` may be written.
-        ccl.barrier()?;
-        scatter(0, world)?;
-    }
+    // Every rank has added its slots of the last call before any rank writes them: this
+    // rank's own rows (its own `staging`, free by stream order) may go before that.
+    own_rows_then_peers(ccl, (part / 128 * (n / width)) as u32, |first, steps| {
+        scatter(first as usize, steps as usize)
+    })?;
     // Every rank's tiles of this rank's rows have landed.
     ccl.barrier()?;
     let me = ccl.rank();
