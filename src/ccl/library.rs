@@ -41,12 +41,18 @@ pub mod barrier {
         atomic_store(counter, epoch, me, Ordering::Relaxed, Scope::System);
     }
 
-    /// This rank arrived at barrier `slot` for `epoch`: a `Release`/`System` store of the
-    /// epoch into word `260 + slot * world + me` of every rank's copy.
+    /// This rank arrived at barrier `slot` for `epoch`: one `Release`/`System` fence, then
+    /// a `Relaxed`/`System` store of the epoch into word `260 + slot * world + me` of every
+    /// rank's copy (a release pattern for each: a waiter that reads the epoch with
+    /// `Acquire` sees every write this thread saw before the fence). One fence, not one a
+    /// peer: a system-scope release is the costly part (NVIDIA: a `fence.acq_rel.sys`;
+    /// AMD: a write-back of the L2), and a store-release to each copy would pay it
+    /// `world` times.
     pub fn ccl_signal(signals: Symmetric<u64>, slot: u32, epoch: u64, me: u32, world: u32) {
         let cell = signals.add((260 + slot as u64 * world as u64 + me as u64) as usize);
+        fence(Ordering::Release, Scope::System);
         for peer in 0..world {
-            atomic_store(cell, epoch, peer, Ordering::Release, Scope::System);
+            atomic_store(cell, epoch, peer, Ordering::Relaxed, Scope::System);
         }
     }
 

@@ -19,8 +19,9 @@
 //! rank counts the same epochs, and a captured graph replayed many times meets new epochs
 //! each time (the host passes none).
 //!
-//! A rank arrives at barrier `slot` for epoch `e` by storing `e` into word
-//! `260 + slot * world + me` of every rank's copy (`Release`, `System`), and waits by polling
+//! A rank arrives at barrier `slot` for epoch `e` by one `Release`/`System` fence, then
+//! storing `e` into word `260 + slot * world + me` of every rank's copy (`Relaxed`,
+//! `System`: one fence for all the stores, not one each), and waits by polling
 //! its own copy's row for `slot` (`Acquire`, `System`) until every peer's word is at least
 //! `e`. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
 //! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
@@ -147,5 +148,40 @@ pub(crate) mod barrier_kernel {
             let epoch = ccl_epoch(signals, 0, me);
             ccl_wait(signals, 0, epoch, me, world, timeout_ns);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::barrier_kernel;
+    use iris_device::abi::TargetKind;
+
+    /// The PTX of kernel `name` in the barrier unit's `sm_90` object (PTX is text).
+    fn ptx_of(name: &str) -> String {
+        let unit = &barrier_kernel::arrive::UNIT;
+        let object = unit
+            .objects_of(TargetKind::Nvptx)
+            .find(|o| o.target == "sm_90")
+            .expect("the barrier unit has an sm_90 object");
+        let text = std::str::from_utf8(object.bytes).expect("PTX is text");
+        let start = text
+            .find(&format!(".entry {name}("))
+            .unwrap_or_else(|| panic!("no entry `{name}` in the PTX"));
+        let end = text[start..].find("\n}").expect("the entry ends") + start;
+        text[start..end].to_string()
+    }
+
+    #[test]
+    fn arriving_fences_once_for_every_rank_s_copy() {
+        // `arrive` is `ccl_signal` alone (no wait, whose acquires are fences too before
+        // LLVM 22): one fence before the loop that stores the epoch into every rank's
+        // copy (the loop is unrolled, so a fence in it would show as several).
+        let ptx = ptx_of("arrive");
+        let fences = ptx
+            .lines()
+            .filter(|l| l.contains("fence.") && l.contains(".sys"))
+            .count();
+        assert_eq!(fences, 1, "{fences} system fences:\n{ptx}");
+        assert!(!ptx.contains("st.release"), "a release store each:\n{ptx}");
     }
 }
