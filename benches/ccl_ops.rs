@@ -12,7 +12,9 @@
 //!   algorithms, the best of each side compared.
 //! - The fused GEMMs (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`,
 //!   bf16, 4096 x 4096 x 4096 a rank) against the collective then (or after) the same GEMM
-//!   kernel, and the GEMM alone (the compute with no communication, its ceiling here);
+//!   kernel, the faster algorithm of the collective, and the GEMM alone (the compute with
+//!   no communication, its ceiling here); each form of the fused call (the all-gather
+//!   GEMM's in place and copied ahead, the reductions' into owners and after the GEMM);
 //!   with B as `k x n` (`staged_128`) and transposed (`warpgroup_256`, Hopper's `wgmma`).
 //!
 //! The ceiling is a device-to-device copy of the bytes each operation reads and writes on
@@ -548,10 +550,14 @@ fn gemm_rows(
     let a = iris.symmetric_full(m * k, bf16::from_f32(0.5))?;
     let c = iris.symmetric_zeros::<f32>(world * m * n)?;
     let gathered = iris.symmetric_zeros::<bf16>(world * m * k)?;
-    let unfused = time(iris, iters, || {
-        ccl::all_gather(ccl, &a, &gathered, ccl::AllGatherAlgo::Push)?;
-        gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
-    })?;
+    // The unfused way at its best: the faster all-gather (push or pull), then the GEMM.
+    let mut unfused = f64::MAX;
+    for gather in [ccl::AllGatherAlgo::Push, ccl::AllGatherAlgo::Pull] {
+        unfused = unfused.min(time(iris, iters, || {
+            ccl::all_gather(ccl, &a, &gathered, gather)?;
+            gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
+        })?);
+    }
     // Both ways of bringing A's rows (`Auto` takes in place where the ranks share a
     // device, copied ahead across devices).
     for (algo, how) in [
@@ -568,7 +574,7 @@ fn gemm_rows(
             ),
             fused,
             flops(world * m),
-            "all_gather + GEMM",
+            "all_gather (best) + GEMM",
             unfused,
         ));
     }
@@ -579,23 +585,28 @@ fn gemm_rows(
     let part = iris.symmetric_zeros::<f32>(m * n)?;
     let whole = iris.symmetric_zeros::<f32>(big * n)?;
     let partial = iris.symmetric_zeros::<f32>(big * n)?;
-    let fused = time(iris, iters, || {
-        ccl::matmul_reduce_scatter(ccl, &a, as_b(), &staging, &part, k)
-    })?;
+    // Each way of adding the parts (`Auto` takes one of them: into owners, except where
+    // the ranks share a device and their own rows are under a wave).
+    let forms = [
+        (ccl::MatmulReduceAlgo::IntoOwners, "into owners"),
+        (ccl::MatmulReduceAlgo::AfterGemm, "after the GEMM"),
+    ];
     let unfused = time(iris, iters, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
         ccl::reduce_scatter(ccl, &partial, &part, ccl::ReduceOp::Sum)
     })?;
-    rows.push(gemm_row(
-        format!("matmul_reduce_scatter {big}x{n}x{k} bf16 ({kernel})"),
-        fused,
-        flops(big),
-        "GEMM + reduce_scatter",
-        unfused,
-    ));
-    let fused = time(iris, iters, || {
-        ccl::matmul_all_reduce(ccl, &a, as_b(), &staging, &whole, k)
-    })?;
+    for (algo, how) in forms {
+        let fused = time(iris, iters, || {
+            ccl::matmul_reduce_scatter_with(ccl, &a, as_b(), &staging, &part, k, algo)
+        })?;
+        rows.push(gemm_row(
+            format!("matmul_reduce_scatter {big}x{n}x{k} bf16 ({kernel}, {how})"),
+            fused,
+            flops(big),
+            "GEMM + reduce_scatter",
+            unfused,
+        ));
+    }
     let mut best = f64::MAX;
     for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
         best = best.min(time(iris, iters, || {
@@ -603,13 +614,18 @@ fn gemm_rows(
             ccl::all_reduce(ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
         })?);
     }
-    rows.push(gemm_row(
-        format!("matmul_all_reduce {big}x{n}x{k} bf16 ({kernel})"),
-        fused,
-        flops(big),
-        "GEMM + all_reduce (best)",
-        best,
-    ));
+    for (algo, how) in forms {
+        let fused = time(iris, iters, || {
+            ccl::matmul_all_reduce_with(ccl, &a, as_b(), &staging, &whole, k, algo)
+        })?;
+        rows.push(gemm_row(
+            format!("matmul_all_reduce {big}x{n}x{k} bf16 ({kernel}, {how})"),
+            fused,
+            flops(big),
+            "GEMM + all_reduce (best)",
+            best,
+        ));
+    }
     let local = time(iris, iters, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)
     })?;

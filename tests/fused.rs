@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use common::for_every_world;
-use iris::ccl::{self, AllGatherMatmulAlgo, AllReduceAlgo, Ccl, FloatElement};
+use iris::ccl::{self, AllGatherMatmulAlgo, AllReduceAlgo, Ccl, FloatElement, MatmulReduceAlgo};
 use iris::prelude::{bf16, f16};
 use iris::{Error, Iris, World};
 use rand::rngs::StdRng;
@@ -312,22 +312,31 @@ fn matmuls_in(
     let a = iris.from_slice(&to_bf16(&a_of(me)))?;
     let b = upload_b(&b_of(me))?;
     let staging = iris.symmetric_zeros::<f32>(rows * n)?;
+    // Every form twice, one after another on the same staging (each form's calls must
+    // leave it as the next form expects).
+    let mut forms = vec![MatmulReduceAlgo::Auto];
+    if every_form {
+        forms.extend([MatmulReduceAlgo::IntoOwners, MatmulReduceAlgo::AfterGemm]);
+    }
     for call in 0..2 {
-        let part = iris.symmetric_full(m * n, f32::NAN)?;
-        let whole = iris.symmetric_full(rows * n, f32::NAN)?;
-        ccl::matmul_reduce_scatter(ccl, &a, layout_of(&b, transposed), &staging, &part, k)?;
-        ccl.synchronize()?;
-        if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
-            problems.push(format!(
-                "matmul_reduce_scatter with {layout} (rank {me}, call {call}): rows differ from the host's"
-            ));
-        }
-        ccl::matmul_all_reduce(ccl, &a, layout_of(&b, transposed), &staging, &whole, k)?;
-        ccl.synchronize()?;
-        if whole.to_vec()? != *total {
-            problems.push(format!(
-                "matmul_all_reduce with {layout} (rank {me}, call {call}): C differs from the host's"
-            ));
+        for &algo in &forms {
+            let part = iris.symmetric_full(m * n, f32::NAN)?;
+            let whole = iris.symmetric_full(rows * n, f32::NAN)?;
+            let b = || layout_of(&b, transposed);
+            ccl::matmul_reduce_scatter_with(ccl, &a, b(), &staging, &part, k, algo)?;
+            ccl.synchronize()?;
+            if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
+                problems.push(format!(
+                    "matmul_reduce_scatter {algo:?} with {layout} (rank {me}, call {call}): rows differ from the host's"
+                ));
+            }
+            ccl::matmul_all_reduce_with(ccl, &a, b(), &staging, &whole, k, algo)?;
+            ccl.synchronize()?;
+            if whole.to_vec()? != *total {
+                problems.push(format!(
+                    "matmul_all_reduce {algo:?} with {layout} (rank {me}, call {call}): C differs from the host's"
+                ));
+            }
         }
     }
     Ok(problems)

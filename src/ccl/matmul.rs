@@ -8,7 +8,10 @@
 //! halves of a split device barrier (this rank arrives before them and waits for the
 //! others after them, so they fill the time in which the last rank arrives), then the
 //! rest, then a barrier (then the sum). Where the own rows of the ranks on a device are
-//! less than a wave of tiles, a plain barrier comes first and the GEMM is one launch.
+//! less than a wave of tiles, a plain barrier comes first and the GEMM is one launch; the
+//! reductions then, where every rank shares one device, run the GEMM and the library's
+//! collective one after the other instead ([`MatmulReduceAlgo`]), which measured faster
+//! there.
 //!
 //! On one device shared by the ranks the communication these save is local memory
 //! traffic, a small part of the time: docs/performance.md has the measurements, and why
@@ -68,7 +71,7 @@ pub(crate) mod kernels {
 }
 
 use super::gemm_kernels::{ahead, staged_kernels, warpgroup_kernels};
-use super::{check_len, Ccl, LocalArray};
+use super::{check_len, AllReduceAlgo, Ccl, LocalArray};
 use crate::prelude::{bf16, f16};
 use crate::{DevicePtr, Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
 
@@ -186,6 +189,24 @@ macro_rules! matmul_element {
                             )
                         }
                     }
+                    &Fused::Plain {
+                        a,
+                        c,
+                        n,
+                        k,
+                        me,
+                        world,
+                    } => {
+                        if l.wide {
+                            warpgroup_kernels::warpgroup_256::launch::<$t>(
+                                iris, config, &a, b, c, n, k, 0, me, 1, world,
+                            )
+                        } else {
+                            staged_kernels::staged_128::launch::<$t>(
+                                iris, config, &a, b, c, n, k, 0, me, 1, world,
+                            )
+                        }
+                    }
                     &Fused::Scatter {
                         a,
                         staging,
@@ -224,9 +245,18 @@ pub struct FusedLaunch<'a, 'ctx, T: Pod> {
     op: Fused<'a, 'ctx, T>,
 }
 
-/// The two fused forms of the GEMM kernels (their arguments; see `gemm_kernels`).
+/// The GEMM kernels' forms (their arguments; see `gemm_kernels`): plain, and fused.
 #[doc(hidden)]
 pub enum Fused<'a, 'ctx, T: Pod> {
+    /// `warpgroup_256` / `staged_128`: this rank's `a` into its own copy of `c`, from row 0.
+    Plain {
+        a: DevicePtr<T>,
+        c: &'a SymmetricBuffer<'ctx, f32>,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+    },
     /// `gather_*`: ranks' `m` rows of `a` into this rank's `c`, steps `first..` (step `i`
     /// rank `me + i`'s rows).
     Gather {
@@ -342,6 +372,20 @@ fn own_rows_then_peers(
     } else {
         ccl.barrier()?;
         launch(0, world)
+    }
+}
+
+/// Whether a reducing GEMM call takes [`MatmulReduceAlgo::AfterGemm`]: asked for, or
+/// `Auto` where every rank of the world shares this device and [`own_rows_first`] says
+/// the own rows (`tiles` a rank) are under a wave.
+fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
+    match algo {
+        MatmulReduceAlgo::IntoOwners => false,
+        MatmulReduceAlgo::AfterGemm => true,
+        MatmulReduceAlgo::Auto => {
+            let world = ccl.world_size();
+            world > 1 && ccl.ranks_on_device() == world && !own_rows_first(ccl, tiles)
+        }
     }
 }
 
@@ -514,6 +558,31 @@ fn copied_ahead<T: MatmulElement>(
         })
 }
 
+/// How [`matmul_reduce_scatter_with`] and [`matmul_all_reduce_with`] bring the ranks'
+/// partial products together. Every form adds the parts in rank order, so every form
+/// gives the same bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatmulReduceAlgo {
+    /// [`AfterGemm`](Self::AfterGemm) where every rank of the world shares this rank's
+    /// device and the own rows of all of them are less than a wave of tiles (a
+    /// tensor-parallel layer's narrow `n`: there the call cannot hide the ranks' arrival
+    /// skew behind its own rows, and measured slower than the GEMM and the collective
+    /// one after the other), else [`IntoOwners`](Self::IntoOwners).
+    #[default]
+    Auto,
+    /// The GEMM stores each tile of this rank's partial product straight into slot `me`
+    /// of the owner's `staging` (this rank's own rows first, while the last rank
+    /// arrives), and each owner adds its slots after a barrier: the communication rides
+    /// on the GEMM's stores, so across devices it overlaps the GEMM.
+    IntoOwners,
+    /// The GEMM writes this rank's whole partial product into its own `staging`, then
+    /// the library's [`reduce_scatter`](super::reduce_scatter) (or
+    /// [`all_reduce`](super::all_reduce), [`AllReduceAlgo::Auto`](super::AllReduceAlgo::Auto))
+    /// adds them: the unfused sequence, which starts its GEMM before the last rank
+    /// arrives and waits at the collective.
+    AfterGemm,
+}
+
 /// GEMM then reduce-scatter, fused: every rank's `a` (`M x k`: its share of the inner
 /// dimension) times its `b` (`k x n`, or [`MatrixB::transposed`]) is a partial `M x n`
 /// product; rank `r` gets rows `r·M/W..` of their sum in `c` (`M/W x n`, `f32`), added in
@@ -525,8 +594,11 @@ fn copied_ahead<T: MatmulElement>(
 /// the last call's slots (a wait after the own rows: this rank arrived before them), the
 /// other owners' rows (as for [`all_gather_matmul`], one launch after a barrier where the
 /// own rows are less than a wave); after a device barrier each rank adds its `W` slots
-/// into its `c`. Shapes: `M/W` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64.
-/// Collective, asynchronous.
+/// into its `c` ([`MatmulReduceAlgo::IntoOwners`]). Where every rank shares one device
+/// and their own rows are less than a wave, the GEMM and the library's `reduce_scatter`
+/// run one after the other instead ([`MatmulReduceAlgo::AfterGemm`];
+/// [`matmul_reduce_scatter_with`] chooses). Shapes: `M/W` a multiple of 128, `n` of 128
+/// (256 with Bᵀ), `k` of 64. Collective, asynchronous.
 pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
     a: &impl LocalArray<T>,
@@ -535,13 +607,28 @@ pub fn matmul_reduce_scatter<'b, T: MatmulElement>(
     c: &SymmetricBuffer<'_, f32>,
     k: usize,
 ) -> Result<()> {
+    matmul_reduce_scatter_with(ccl, a, b, staging, c, k, MatmulReduceAlgo::Auto)
+}
+
+/// [`matmul_reduce_scatter`] with the way the parts are added chosen
+/// ([`MatmulReduceAlgo`]). Every rank passes the same `algo`.
+pub fn matmul_reduce_scatter_with<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &impl LocalArray<T>,
+    b: impl Into<MatrixB<'b, T>>,
+    staging: &SymmetricBuffer<'_, f32>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+    algo: MatmulReduceAlgo,
+) -> Result<()> {
     let what = "ccl::matmul_reduce_scatter";
-    reduced(what, ccl, a, b.into(), staging, c, k, false)
+    reduced(what, ccl, a, b.into(), [staging, c], k, false, algo)
 }
 
 /// GEMM then all-reduce, fused: as [`matmul_reduce_scatter`], but each rank writes the
-/// sum of its rows to every rank's `c` (`M x n`, `f32`, bit-identical everywhere). `staging`
-/// as for [`matmul_reduce_scatter`]. Collective, asynchronous.
+/// sum of its rows to every rank's `c` (`M x n`, `f32`, bit-identical everywhere; in the
+/// [`AfterGemm`](MatmulReduceAlgo::AfterGemm) form the library's `all_reduce` adds).
+/// `staging` as for [`matmul_reduce_scatter`]. Collective, asynchronous.
 pub fn matmul_all_reduce<'b, T: MatmulElement>(
     ccl: &Ccl<'_>,
     a: &impl LocalArray<T>,
@@ -550,21 +637,35 @@ pub fn matmul_all_reduce<'b, T: MatmulElement>(
     c: &SymmetricBuffer<'_, f32>,
     k: usize,
 ) -> Result<()> {
-    let what = "ccl::matmul_all_reduce";
-    reduced(what, ccl, a, b.into(), staging, c, k, true)
+    matmul_all_reduce_with(ccl, a, b, staging, c, k, MatmulReduceAlgo::Auto)
 }
 
-/// [`matmul_reduce_scatter`] (`everywhere` false) or [`matmul_all_reduce`].
+/// [`matmul_all_reduce`] with the way the parts are added chosen ([`MatmulReduceAlgo`]).
+/// Every rank passes the same `algo`.
+pub fn matmul_all_reduce_with<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    a: &impl LocalArray<T>,
+    b: impl Into<MatrixB<'b, T>>,
+    staging: &SymmetricBuffer<'_, f32>,
+    c: &SymmetricBuffer<'_, f32>,
+    k: usize,
+    algo: MatmulReduceAlgo,
+) -> Result<()> {
+    let what = "ccl::matmul_all_reduce";
+    reduced(what, ccl, a, b.into(), [staging, c], k, true, algo)
+}
+
+/// [`matmul_reduce_scatter_with`] (`everywhere` false) or [`matmul_all_reduce_with`].
 #[allow(clippy::too_many_arguments)]
 fn reduced<T: MatmulElement>(
     what: &str,
     ccl: &Ccl<'_>,
     a: &impl LocalArray<T>,
     b: MatrixB<'_, T>,
-    staging: &SymmetricBuffer<'_, f32>,
-    c: &SymmetricBuffer<'_, f32>,
+    [staging, c]: [&SymmetricBuffer<'_, f32>; 2],
     k: usize,
     everywhere: bool,
+    algo: MatmulReduceAlgo,
 ) -> Result<()> {
     let world = ccl.world_size();
     let (rows, n) = shape_of(what, a.len(), b.len, k)?;
@@ -597,6 +698,31 @@ fn reduced<T: MatmulElement>(
         )));
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
+    let own_tiles = (part / 128 * (n / width)) as u32;
+    if after_gemm(ccl, own_tiles, algo) {
+        // This rank's whole partial product into its own `staging` (no peer writes or
+        // reads it: the last collective on it ended with every rank done with it, or
+        // stored into it before a barrier), then the collective adds them.
+        let launch = FusedLaunch {
+            config: gemm_config(ccl, b.transposed, rows, n),
+            wide: b.transposed,
+            b: b.ptr,
+            op: Fused::Plain {
+                a: a.local_ptr(),
+                c: staging,
+                n: n as u32,
+                k: k as u32,
+                me: ccl.rank() as u32,
+                world: world as u32,
+            },
+        };
+        T::launch_fused(ccl.iris(), &launch)?;
+        return if everywhere {
+            super::all_reduce(ccl, staging, c, super::ReduceOp::Sum, AllReduceAlgo::Auto)
+        } else {
+            super::reduce_scatter(ccl, staging, c, super::ReduceOp::Sum)
+        };
+    }
     // Steps `first..first + steps`: the rows of `steps` owners, owner `me + first` first.
     let scatter = |first: usize, steps: usize| {
         let launch = FusedLaunch {
