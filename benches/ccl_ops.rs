@@ -10,6 +10,8 @@
 //!   `all_to_all_v` then a weighted gather kernel.
 //! - `all_reduce_rmsnorm` against `all_reduce` followed by an add + RMSNorm kernel, both
 //!   algorithms, the best of each side compared.
+//! - First, always: `ccl.barrier()` (the device barrier that frames the fused calls), one
+//!   of 100 back to back.
 //! - The fused GEMMs (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`,
 //!   bf16, 4096 x 4096 x 4096 a rank) against the collective then (or after) the same GEMM
 //!   kernel, the faster algorithm of the collective, and the GEMM alone (the compute with
@@ -226,11 +228,17 @@ struct Shapes {
 
 fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
     let ccl = Ccl::new(iris)?;
-    let mut rows = if s.only_gemm {
-        Vec::new()
-    } else {
-        collective_rows(iris, &ccl, s, iters)?
-    };
+    // The device barrier that frames every fused call: one of 100 back to back.
+    let barriers = time(iris, iters, || (0..100).try_for_each(|_| ccl.barrier()))?;
+    let mut rows = vec![Row {
+        case: "ccl.barrier, one of 100 back to back".into(),
+        ms: barriers / 100.0,
+        bytes: 0.0,
+        against: None,
+    }];
+    if !s.only_gemm {
+        rows.extend(collective_rows(iris, &ccl, s, iters)?);
+    }
     // The fused GEMMs against the unfused sequences (all_gather then one GEMM; one GEMM
     // then reduce_scatter; one GEMM then all_reduce, the better algorithm), with B as
     // k x n (staged_128) and transposed (warpgroup_256, Hopper's wgmma).
@@ -735,7 +743,7 @@ fn main() -> std::process::ExitCode {
             .map(|(name, ms)| format!("{:.2}x of {name} ({ms:.3} ms)", r.ms / ms))
             .unwrap_or_default();
         println!(
-            "{:<62} {:>9.3} {:>8.1}  {against}",
+            "{:<62} {:>9.4} {:>8.1}  {against}",
             r.case,
             r.ms,
             r.bytes / (r.ms * 1e-3) / 1e9

@@ -33,7 +33,7 @@ for r in "${ranks[@]}"; do
     log="$logdir/fused-gemm-ccl_ops-$r.log"
     timeout 600 "$bench" --bench --ranks "$r" --iters 20 --only gemm >"$log" 2>&1
     echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s): rc=$?" | tee -a "$table"
-    grep -A 40 '^case' "$log" >>"$table"
+    grep -A 60 '^case' "$log" >>"$table"
 done
 
 # PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way: one GPU a process.
