@@ -539,6 +539,42 @@ fn a_recv_without_its_send_is_an_error_not_a_hang() {
     }
 }
 
+/// A send whose receiver never gets ready gives up and writes nothing into it (the
+/// receiver's `dst` may still be in use: that is what its readiness says): rank 0 sends,
+/// rank 1 never receives and finds its `dst` as it was.
+#[test]
+fn a_send_without_its_recv_is_an_error_and_writes_nothing() {
+    let _one = one_world_at_a_time();
+    for backend in backends() {
+        let results = World::threads(2)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .timeout(std::time::Duration::from_secs(2))
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                let src = iris.symmetric_full(4096, 1u32)?;
+                let dst = iris.symmetric_full(4096, 7u32)?;
+                let sent = if iris.rank() == 0 {
+                    ccl::send(&ccl, &src, &dst, 1)?;
+                    Some(iris.synchronize().map_err(|e| e.to_string()))
+                } else {
+                    None
+                };
+                iris.barrier()?;
+                let untouched = dst.to_vec()?.iter().all(|&x| x == 7);
+                Ok((sent, untouched))
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let err = results[0].0.clone().expect("rank 0 sent");
+        let err = err.expect_err("the send's wait must give up");
+        assert!(err.contains("signal"), "{backend}: {err}");
+        assert!(
+            results[1].1,
+            "{backend}: rank 1's dst was written without its recv"
+        );
+    }
+}
+
 /// Routing decided on the device: how many elements rank `me` sends each rank.
 #[iris::kernels]
 mod routing {

@@ -24,8 +24,10 @@ pub(crate) mod kernels {
     use iris::prelude::*;
 
     /// Waits until `peer` is ready for message `seq`, then writes `n` elements of `src`
-    /// into `peer`'s `dst` and raises `peer`'s data word from this rank to `seq`. The
-    /// pair words start at `words[base]`: `world` data words, then `world` ready words.
+    /// into `peer`'s `dst` and raises `peer`'s data word from this rank to `seq`; writes
+    /// nothing if the wait gave up (one thread waits and tells the block, so every thread
+    /// agrees). The pair words start at `words[base]`: `world` data words, then `world`
+    /// ready words.
     #[kernel(instances((f32, 4), (f64, 2), (f16, 8), (bf16, 8), (i32, 4), (u32, 4), (i64, 2), (u64, 2)))]
     pub fn send<T: Element, const L: usize>(
         src: Symmetric<T>,
@@ -39,7 +41,15 @@ pub(crate) mod kernels {
         world: u32,
     ) {
         let ready = words.add((base + world as u64 + peer as u64) as usize);
-        signal_wait_until_block(ready, Cmp::Ge, seq);
+        let is_ready = shared_array::<u32, 1>();
+        if thread_idx_x() == 0 {
+            let seen = signal_wait_until(ready, Cmp::Ge, seq);
+            unsafe { *is_ready = if seen >= seq { 1 } else { 0 } };
+        }
+        sync_threads();
+        if unsafe { *is_ready } == 0 {
+            return;
+        }
         let data = words.add((base + me as u64) as usize);
         put_signal_block(src.local(), dst, n as usize, data, seq, SignalOp::Set, peer);
     }
