@@ -226,6 +226,27 @@ pub mod barrier {
         }
     }
 
+    /// Whether this rank's communicator is broken: a wait gave up (word 0 of its copy;
+    /// sticky). Any thread may ask; threads that must agree use [`ccl_block_broken`].
+    pub fn ccl_broken(signals: Symmetric<u64>, me: u32) -> bool {
+        atomic_load(signals, me, Ordering::Relaxed, Scope::System) != 0
+    }
+
+    /// [`ccl_broken`], one answer for the whole block: thread 0 reads the word and writes
+    /// it to `status` (a one-word `shared_array` of the kernel), and after a block
+    /// barrier every thread returns it. Every thread of the block calls it. A kernel that
+    /// writes into peers' memory after a barrier kernel (an earlier launch on the stream)
+    /// checks it first: a rank whose wait gave up writes nothing into the rank it gave up
+    /// on, which may only be late and using its buffers for something else.
+    pub fn ccl_block_broken(signals: Symmetric<u64>, status: *mut u32, me: u32) -> bool {
+        if thread_idx_x() == 0 {
+            let broken = if ccl_broken(signals, me) { 1 } else { 0 };
+            unsafe { *status = broken };
+        }
+        sync_threads();
+        unsafe { *status != 0 }
+    }
+
     /// `ccl_signal` then `ccl_wait`.
     pub fn ccl_barrier(
         signals: Symmetric<u64>,

@@ -32,23 +32,28 @@
 use std::marker::PhantomData;
 
 /// The kernel that adds the parts a rank received, in rank order.
-#[iris::kernels]
+#[iris::kernels(uses(crate::ccl::barrier))]
 pub(crate) mod kernels {
     use iris::prelude::*;
 
     /// `c[i] = staging[0][i] + staging[1][i] + ...` (`world` slots of `part` vectors, this
     /// rank's copy), into this rank's `c` at vector `at`, or every rank's when
-    /// `everywhere` is non-zero.
+    /// `everywhere` is non-zero; nothing where the communicator (`signals`) is broken (the
+    /// barrier before it gave up).
     #[kernel]
     pub fn sum_parts(
         staging: *const f32x4,
         c: Symmetric<f32>,
+        signals: Symmetric<u64>,
         part: u32,
         at: u32,
         me: u32,
         world: u32,
         everywhere: u32,
     ) {
+        if ccl_broken(signals, me) {
+            return;
+        }
         let c = c.cast::<f32x4>();
         let stride = grid_dim_x() * block_dim_x();
         let mut i = block_idx_x() * block_dim_x() + thread_idx_x();
@@ -210,6 +215,7 @@ macro_rules! matmul_element {
                     &Fused::Scatter {
                         a,
                         staging,
+                        signals,
                         part,
                         n,
                         k,
@@ -219,11 +225,11 @@ macro_rules! matmul_element {
                     } => {
                         if l.wide {
                             warpgroup_kernels::scatter_wide::launch::<$t>(
-                                iris, config, &a, b, staging, part, n, k, me, world, first,
+                                iris, config, &a, b, staging, signals, part, n, k, me, world, first,
                             )
                         } else {
                             staged_kernels::scatter_staged::launch::<$t>(
-                                iris, config, &a, b, staging, part, n, k, me, world, first,
+                                iris, config, &a, b, staging, signals, part, n, k, me, world, first,
                             )
                         }
                     }
@@ -284,10 +290,12 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         epoch: u64,
     },
     /// `scatter_*`: this rank's partial product, each tile into slot `me` of its
-    /// owner's `staging`, steps `first..` (step `i` owner `me + i`'s rows).
+    /// owner's `staging`, steps `first..` (step `i` owner `me + i`'s rows), unless the
+    /// communicator (`signals`) is broken.
     Scatter {
         a: DevicePtr<T>,
         staging: &'a SymmetricBuffer<'ctx, f32>,
+        signals: &'a SymmetricBuffer<'ctx, u64>,
         part: u32,
         n: u32,
         k: u32,
@@ -732,6 +740,7 @@ fn reduced<T: MatmulElement>(
             op: Fused::Scatter {
                 a: a.local_ptr(),
                 staging,
+                signals: ccl.signals(),
                 part: part as u32,
                 n: n as u32,
                 k: k as u32,
@@ -756,6 +765,7 @@ fn reduced<T: MatmulElement>(
         LaunchConfig::linear(vectors.div_ceil(256).clamp(1, 1 << 16), 256),
         &staging.local_ptr().cast::<crate::prelude::f32x4>(),
         c,
+        ccl.signals(),
         vectors,
         if everywhere {
             (me * part * n / 4) as u32

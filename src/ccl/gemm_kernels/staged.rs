@@ -7,7 +7,7 @@ use super::{ahead, grouped};
 /// (`staged_128`) and 96 KiB (`tiles_128`) of dynamic shared memory per block, which
 /// Ampere and Hopper GPUs give a block (and AMD's gfx950; gfx90a and gfx942 give 64 KiB,
 /// and the runtime refuses the module load there, naming the sizes).
-#[iris::kernels(uses(grouped, ahead))]
+#[iris::kernels(uses(grouped, ahead, crate::ccl::barrier))]
 pub mod staged_kernels {
     use iris::prelude::*;
 
@@ -121,12 +121,14 @@ pub mod staged_kernels {
     /// slot `me` of the owner's `staging` (`W` slots of `part x n`), where the owner adds
     /// the slots once every rank's GEMM is done. The launch covers steps `first..`, as
     /// many as its blocks make (`part / 128 · n / 128` blocks a step); step `i` is owner
-    /// `(me + i) % W`'s rows, so step 0 stores into this rank's own `staging`.
+    /// `(me + i) % W`'s rows, so step 0 stores into this rank's own `staging`. Nothing
+    /// is stored where the communicator (`signals`) is broken: a barrier before it gave up.
     #[kernel(instances(T = [bf16, f16]))]
     pub fn scatter_staged<T: MmaElement>(
         a: *const T,
         b: *const T,
         staging: Symmetric<f32>,
+        signals: Symmetric<u64>,
         part: u32,
         n: u32,
         k: u32,
@@ -134,6 +136,10 @@ pub mod staged_kernels {
         world: u32,
         first: u32,
     ) {
+        // After a barrier that gave up, nothing goes into a peer's staging.
+        if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
+            return;
+        }
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
         let (owner, row) = ((me + first + br / part) % world, br % part);

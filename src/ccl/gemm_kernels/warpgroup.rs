@@ -8,7 +8,7 @@ use super::{ahead, grouped};
 /// The Hopper kernel: warpgroup matrix operations (`wg_mma`), so this unit is compiled for
 /// `sm_90a` (where `wg_mma` is `wgmma`); other targets compute the same products without
 /// the matrix units (see the prelude's `warpgroup` module).
-#[iris::kernels(uses(grouped, ahead))]
+#[iris::kernels(uses(grouped, ahead, crate::ccl::barrier))]
 pub mod warpgroup_kernels {
     use iris::prelude::*;
 
@@ -116,6 +116,7 @@ pub mod warpgroup_kernels {
         a: *const T,
         bt: *const T,
         staging: Symmetric<f32>,
+        signals: Symmetric<u64>,
         part: u32,
         n: u32,
         k: u32,
@@ -123,6 +124,10 @@ pub mod warpgroup_kernels {
         world: u32,
         first: u32,
     ) {
+        // After a barrier that gave up, nothing goes into a peer's staging.
+        if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
+            return;
+        }
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
         let (owner, row) = ((me + first + br / part) % world, br % part);
