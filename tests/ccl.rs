@@ -541,11 +541,16 @@ fn a_recv_without_its_send_is_an_error_not_a_hang() {
 
 /// A send whose receiver never gets ready gives up and writes nothing into it (the
 /// receiver's `dst` may still be in use: that is what its readiness says): rank 0 sends,
-/// rank 1 never receives and finds its `dst` as it was.
+/// rank 1 never receives and finds its `dst` as it was. Rank 1 waits for rank 0's
+/// outcome on the host before the world's barrier (whose time limit is the world's,
+/// only a little above the device wait's).
 #[test]
 fn a_send_without_its_recv_is_an_error_and_writes_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SENT: AtomicBool = AtomicBool::new(false);
     let _one = one_world_at_a_time();
     for backend in backends() {
+        SENT.store(false, Ordering::SeqCst);
         let results = World::threads(2)
             .backend(backend)
             .heap_bytes(1 << 20)
@@ -556,8 +561,14 @@ fn a_send_without_its_recv_is_an_error_and_writes_nothing() {
                 let dst = iris.symmetric_full(4096, 7u32)?;
                 let sent = if iris.rank() == 0 {
                     ccl::send(&ccl, &src, &dst, 1)?;
-                    Some(iris.synchronize().map_err(|e| e.to_string()))
+                    let outcome = iris.synchronize().map_err(|e| e.to_string());
+                    SENT.store(true, Ordering::SeqCst);
+                    Some(outcome)
                 } else {
+                    let start = std::time::Instant::now();
+                    while !SENT.load(Ordering::SeqCst) && start.elapsed().as_secs() < 60 {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
                     None
                 };
                 iris.barrier()?;
