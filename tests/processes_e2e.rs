@@ -1,6 +1,7 @@
 //! The same kernels with ranks as processes: every provider (heap, per-allocation IPC,
 //! external adoption of memory another system exchanged, a SHMEM library's heap) at 2, 4
-//! and 8 processes, on the CPU backend and on every GPU backend present. Each process is this test binary again,
+//! and 8 processes, on the CPU backend and on every GPU backend present; the fused GEMMs
+//! of `iris::ccl` at 2 and 4 processes. Each process is this test binary again,
 //! started with the launcher's environment (`IRIS_RANK`, `IRIS_WORLD_SIZE`, `IRIS_JOB_ID`)
 //! and `IRIS_E2E_ROLE`; without that variable `child` does nothing.
 
@@ -176,6 +177,80 @@ fn ccl_across_nodes() -> iris::Result<String> {
     Ok(results.join(", "))
 }
 
+/// A rank of the fused GEMMs as processes (every rank's memory another process's, mapped
+/// through the IPC provider, as a PyTorch job's ranks are): the all-gather GEMM in place
+/// and copied ahead, each reduction in every form, against exact host values (A's rows
+/// hold small multiples of 0.5 and B is 0.25 everywhere, so every product and sum is
+/// exact in `f32`, and a row landing in the wrong place shows).
+fn fused_rank() -> iris::Result<String> {
+    use iris::ccl::{self, AllGatherMatmulAlgo, Ccl, MatmulReduceAlgo};
+    let results = World::from_env()?
+        .heap_bytes(16 << 20)
+        .provider(ProviderKind::Ipc)
+        .run(|iris| {
+            let (me, world) = (iris.rank(), iris.world_size());
+            let ccl = Ccl::new(iris)?;
+            let (m, n, k) = (128usize, 128usize, 64usize);
+            let row_value = |seed: usize| ((seed % 7) + 1) as f32 * 0.5;
+            // `rows` rows of `k`, row `i` holding `row_value(first + i)`.
+            let rows_of = |rows: usize, first: usize| -> Vec<bf16> {
+                (0..rows * k)
+                    .map(|e| bf16::from_f32(row_value(first + e / k)))
+                    .collect()
+            };
+            let b = iris.full(k * n, bf16::from_f32(0.25))?;
+            let mut problems = Vec::new();
+            // all_gather_matmul: rank r's row i is row r*m + i of C, every element
+            // k * value * 0.25.
+            let a = iris.symmetric_from_slice(&rows_of(m, me * m))?;
+            let want: Vec<f32> = (0..world * m)
+                .flat_map(|row| std::iter::repeat_n(16.0 * row_value(row), n))
+                .collect();
+            for algo in [AllGatherMatmulAlgo::InPlace, AllGatherMatmulAlgo::CopyAhead] {
+                let c = iris.symmetric_full(world * m * n, f32::NAN)?;
+                ccl::all_gather_matmul_with(&ccl, &a, &b, &c, k, algo)?;
+                ccl.synchronize()?;
+                if c.to_vec()? != want {
+                    problems.push(format!("all_gather_matmul {algo:?}"));
+                }
+            }
+            // The reductions: rank r's A row i holds value(r + i); the sum of row i is
+            // sum_r 16 * value(r + i).
+            let rows = world * m;
+            let a = iris.from_slice(&rows_of(rows, me))?;
+            let total: Vec<f32> = (0..rows)
+                .flat_map(|i| {
+                    let sum = (0..world).fold(0.0f32, |acc, r| acc + 16.0 * row_value(r + i));
+                    std::iter::repeat_n(sum, n)
+                })
+                .collect();
+            let staging = iris.symmetric_zeros::<f32>(rows * n)?;
+            for algo in [MatmulReduceAlgo::IntoOwners, MatmulReduceAlgo::AfterGemm] {
+                let part = iris.symmetric_full(m * n, f32::NAN)?;
+                ccl::matmul_reduce_scatter_with(&ccl, &a, &b, &staging, &part, k, algo)?;
+                ccl.synchronize()?;
+                if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
+                    problems.push(format!("matmul_reduce_scatter {algo:?}"));
+                }
+                let whole = iris.symmetric_full(rows * n, f32::NAN)?;
+                ccl::matmul_all_reduce_with(&ccl, &a, &b, &staging, &whole, k, algo)?;
+                ccl.synchronize()?;
+                if whole.to_vec()? != total {
+                    problems.push(format!("matmul_all_reduce {algo:?}"));
+                }
+            }
+            if problems.is_empty() {
+                Ok(format!("rank {me}: fused GEMMs exact"))
+            } else {
+                Err(iris::Error::InvalidConfig(format!(
+                    "rank {me}: differ from the host: {}",
+                    problems.join(", ")
+                )))
+            }
+        })?;
+    Ok(results.join(", "))
+}
+
 #[test]
 fn child() {
     let Ok(role) = std::env::var(ROLE) else {
@@ -183,6 +258,7 @@ fn child() {
     };
     let result = match role.as_str() {
         "traced" => traced_rank(),
+        "fused" => fused_rank(),
         "ccl_across_nodes" => ccl_across_nodes(),
         "heap" => rank_main(ProviderKind::Heap),
         "ipc" => rank_main(ProviderKind::Ipc),
@@ -267,6 +343,23 @@ fn every_provider_at_2_4_8_processes() {
                 }
                 eprintln!("{backend} {role} at {world} processes: all-gather and counter correct");
             }
+        }
+    }
+}
+
+/// The fused GEMMs with ranks as processes, at 2 and 4 (`fused_rank`).
+#[test]
+fn fused_gemms_at_2_and_4_processes() {
+    for backend in backends() {
+        for world in [2usize, 4] {
+            let ranks = run_job(backend, "fused", world);
+            for (rank, (ok, text)) in ranks.iter().enumerate() {
+                assert!(
+                    ok,
+                    "{backend} fused GEMMs at {world} processes, rank {rank} failed:\n{text}"
+                );
+            }
+            eprintln!("{backend}: fused GEMMs at {world} processes exact");
         }
     }
 }
