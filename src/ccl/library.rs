@@ -94,18 +94,23 @@ pub mod barrier {
     }
 
     /// Told to stop: waits (at most `timeout_ns`) until the rank that gave up wrote the
-    /// epoch (epochs start at 1), so that the host reads the real epoch and slot.
+    /// epoch (epochs start at 1), so that the host reads the real epoch and slot (relaxed
+    /// polls, then an acquire fence, as in [`ccl_wait`]).
     pub fn ccl_told_to_stop(signals: Symmetric<u64>, me: u32, timeout_ns: u64) {
         let start = global_timer_ns();
-        while atomic_load(signals.add(1), me, Ordering::Acquire, Scope::System) == 0 {
+        while atomic_load(signals.add(1), me, Ordering::Relaxed, Scope::System) == 0 {
             if global_timer_ns() - start >= timeout_ns {
                 return;
             }
             nanosleep(256);
         }
+        fence(Ordering::Acquire, Scope::System);
     }
 
-    /// Polls this rank's copy (`Acquire`/`System`) until every rank arrived at `slot` for
+    /// Polls this rank's copy (`Relaxed`/`System` loads, then one `Acquire`/`System` fence
+    /// once every rank's word is seen: the acquire pattern for each, without an acquire's
+    /// cache invalidation at every poll: NVIDIA's L1, AMD's `buffer_inv` of the L2, which
+    /// other kernels on the device would pay for) until every rank arrived at `slot` for
     /// `epoch`; returns `0`, or `1 + r` if rank `r` had not arrived `timeout_ns` after the
     /// wait began (or another rank already gave up: the communicator is broken and every
     /// later wait returns at once). The first 1024 polls of each peer go back to back,
@@ -126,7 +131,7 @@ pub mod barrier {
         for peer in 0..world {
             let cell = row.add(peer as usize);
             let mut polls = 0u64;
-            while atomic_load(cell, me, Ordering::Acquire, Scope::System) < epoch {
+            while atomic_load(cell, me, Ordering::Relaxed, Scope::System) < epoch {
                 polls += 1;
                 if polls > 1024 {
                     let broken = atomic_load(signals, me, Ordering::Relaxed, Scope::System);
@@ -143,6 +148,7 @@ pub mod barrier {
                 }
             }
         }
+        fence(Ordering::Acquire, Scope::System);
         let waited = global_timer_ns() - start;
         let longest = signals.add(3);
         if waited > atomic_load(longest, me, Ordering::Relaxed, Scope::System) {

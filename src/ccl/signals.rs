@@ -22,8 +22,8 @@
 //! A rank arrives at barrier `slot` for epoch `e` by one `Release`/`System` fence, then
 //! storing `e` into word `260 + slot * world + me` of every rank's copy (`Relaxed`,
 //! `System`: one fence for all the stores, not one each), and waits by polling
-//! its own copy's row for `slot` (`Acquire`, `System`) until every peer's word is at least
-//! `e`. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
+//! its own copy's row for `slot` (`Relaxed`, `System`) until every peer's word is at least
+//! `e`, then one `Acquire`/`System` fence. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
 //! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
 //! memory only: the peers push.
 //!
@@ -183,5 +183,25 @@ mod tests {
             .count();
         assert_eq!(fences, 1, "{fences} system fences:\n{ptx}");
         assert!(!ptx.contains("st.release"), "a release store each:\n{ptx}");
+    }
+
+    #[test]
+    fn waiting_polls_relaxed_and_fences_once_after() {
+        // `wait_arrived` is `ccl_wait` alone: relaxed polls, one acquire fence once every
+        // rank is seen (the give-up path's release stores are in a function of its own,
+        // `ccl_give_up`, inlined: a loop over the ranks' copies, one fence before it).
+        let ptx = ptx_of("wait_arrived");
+        assert!(
+            !ptx.contains("ld.acquire"),
+            "an acquire load a poll:\n{ptx}"
+        );
+        assert!(
+            ptx.contains("ld.relaxed.sys") || ptx.contains("ld.volatile"),
+            "no relaxed poll:\n{ptx}"
+        );
+        assert!(
+            ptx.contains("fence.acq_rel.sys"),
+            "no acquire fence:\n{ptx}"
+        );
     }
 }
