@@ -5,7 +5,8 @@
 //! A signal is a [`Symmetric<u64>`]. [`signal`] sets or adds to a peer's copy with a
 //! `Release` store at system scope; [`put_signal`] first writes data into the peer's copy
 //! of a symmetric buffer, so a peer that sees the signal sees the data. The waiting rank
-//! calls [`signal_wait_until`] on its own copy: it polls with `Acquire` loads, backs off
+//! calls [`signal_wait_until`] on its own copy: it polls with `Relaxed` loads and fences
+//! once (`Acquire`) when the comparison holds, backs off
 //! with `nanosleep`, and gives up after the world's wait limit (90% of `IRIS_TIMEOUT`) or
 //! as soon as the world aborts (another rank failed). A wait that gave up records what it
 //! waited for, and the rank's next `synchronize` returns an error naming the kernel, the
@@ -75,9 +76,9 @@ pub fn put_signal<T: DeviceValue>(
     device_only("put_signal")
 }
 
-/// Waits until this rank's copy of `sig` compares `cmp` with `value` (`Acquire` loads at
-/// system scope: what the signaller wrote before signalling is visible afterwards) and
-/// returns the value seen.
+/// Waits until this rank's copy of `sig` compares `cmp` with `value` (`Relaxed` polls at
+/// system scope, then an `Acquire` fence: what the signaller wrote before signalling is
+/// visible afterwards, and no poll invalidates a cache) and returns the value seen.
 ///
 /// The wait is bounded: it backs off with `nanosleep` after its first polls and gives up
 /// after the world's wait limit, or at once when the world has aborted, returning the

@@ -1,6 +1,6 @@
 //! Signal operations: `signal`, `put_signal`, `signal_wait_until` and the block forms
-//! compile on every target to the orderings they promise (release signals, acquire
-//! polls at system scope, a clock and a sleep in the wait); on the CPU a wait returns
+//! compile on every target to the orderings they promise (release signals, relaxed polls
+//! at system scope and one acquire fence after them, a clock and a sleep in the wait); on the CPU a wait returns
 //! the value it saw, and one that gives up (its limit passed, or the abort flag raised)
 //! records why and what it waited for in the fault record.
 
@@ -52,7 +52,18 @@ fn signals_are_release_waits_acquire_and_sleep_on_every_gpu_target() {
             TargetKind::Nvptx => {
                 if nvptx_like_llvm22() {
                     assert!(has("st.release.sys.global.b64"), "{name}: no release store");
-                    assert!(has("ld.acquire.sys.global.b64"), "{name}: no acquire poll");
+                    // The block form's threads read the signal once more (`Acquire`).
+                    assert!(has("ld.acquire.sys.global.b64"), "{name}: no acquire read");
+                    // The wait polls relaxed and fences once: no acquire load a poll.
+                    let start = asm.find(".entry wait(").expect("the wait kernel");
+                    let end = start + asm[start..].find("\n}").expect("its end");
+                    let wait = &asm[start..end];
+                    assert!(!wait.contains("ld.acquire"), "{name}: an acquire poll");
+                    assert!(wait.contains("ld.relaxed.sys"), "{name}: no relaxed poll");
+                    assert!(
+                        wait.contains("fence.acq_rel.sys"),
+                        "{name}: no acquire fence"
+                    );
                 } else {
                     // Relaxed accesses between fences (see `nvptx_like_llvm22`).
                     assert!(has("st.volatile.global.u64"), "{name}: no signal store");

@@ -4,8 +4,10 @@
 //! and the few intrinsics that expansion needs (`__iris_*`: header words of a peer table
 //! and `u64` words at raw addresses), which only this file's expansions name.
 //!
-//! The wait (see `wait_tokens`): `Acquire` polls of this rank's copy (the rank is the
-//! table's header word), back to back for the first polls, then with `nanosleep` between
+//! The wait (see `wait_tokens`): `Relaxed` polls of this rank's copy (the rank is the
+//! table's header word), then one `Acquire` fence (an acquire load a poll would invalidate
+//! NVIDIA's L1, or AMD's L2 with `buffer_inv`, at every poll), back to back for the first
+//! polls, then with `nanosleep` between
 //! them, checking the world's abort flag, the rank's fault record (once a wait or a peer
 //! check failed, later waits give up at once) and the device clock against the wait limit
 //! (header words, see [`crate::abi::peer_table`]). A wait that gives up swaps its error
@@ -334,7 +336,7 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
     );
     quote_spanned! {span=> {
         let __iris_me: u32 = (#me) as u32;
-        let mut __iris_seen: u64 = iris::atomic_load(__iris_sig, __iris_me, Ordering::Acquire, Scope::System);
+        let mut __iris_seen: u64 = iris::atomic_load(__iris_sig, __iris_me, Ordering::Relaxed, Scope::System);
         if !(#done) {
             let __iris_abort: u64 = #abort;
             let __iris_limit: u64 = #limit;
@@ -342,7 +344,7 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
             let __iris_start: u64 = iris::global_timer_ns();
             let mut __iris_polls: u32 = 0u32;
             loop {
-                __iris_seen = iris::atomic_load(__iris_sig, __iris_me, Ordering::Acquire, Scope::System);
+                __iris_seen = iris::atomic_load(__iris_sig, __iris_me, Ordering::Relaxed, Scope::System);
                 if #done {
                     break;
                 }
@@ -382,6 +384,9 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
                 }
             }
         }
+        // The polls are relaxed; one acquire fence after them makes the last one an
+        // acquire (an acquire load a poll would invalidate caches at every poll).
+        iris::fence(Ordering::Acquire, Scope::System);
         __iris_seen
     }}
 }
