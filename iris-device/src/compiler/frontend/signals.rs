@@ -5,14 +5,14 @@
 //! and `u64` words at raw addresses), which only this file's expansions name.
 //!
 //! The wait (see `wait_tokens`): `Relaxed` polls of this rank's copy (the rank is the
-//! table's header word), then one `Acquire` fence (an acquire load a poll would invalidate
-//! NVIDIA's L1, or AMD's L2 with `buffer_inv`, at every poll), back to back for the first
-//! polls, then with `nanosleep` between
+//! table's header word), back to back for the first polls, then with `nanosleep` between
 //! them, checking the world's abort flag, the rank's fault record (once a wait or a peer
 //! check failed, later waits give up at once) and the device clock against the wait limit
-//! (header words, see [`crate::abi::peer_table`]). A wait that gives up swaps its error
-//! code into the fault record's error word and, if it was the first, writes what it
-//! waited for into the record's other words, which the host reports.
+//! (header words, see [`crate::abi::peer_table`]); after the last poll one `Acquire`
+//! fence (an acquire load a poll would invalidate NVIDIA's L1, or AMD's L2 with
+//! `buffer_inv`, at every poll). A wait that gives up swaps its error code into the fault
+//! record's error word and, if it was the first, writes what it waited for into the
+//! record's other words, which the host reports.
 
 use super::super::kernel_ir::{Expr, ExprKind, Intrinsic, Scalar, Type};
 use super::super::CompileError;
