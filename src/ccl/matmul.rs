@@ -312,6 +312,24 @@ fn gemm_config(ccl: &Ccl<'_>, wide: bool, rows: usize, n: usize) -> LaunchConfig
     LaunchConfig::linear((rows / 128 * (n / width)) as u32, gemm_threads(ccl, wide))
 }
 
+/// Launches `op`, a GEMM over `rows` rows of A with B `b` (`n` columns of C), a block per
+/// tile.
+fn launch_gemm<T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    b: &MatrixB<'_, T>,
+    rows: usize,
+    n: usize,
+    op: Fused<'_, '_, T>,
+) -> Result<()> {
+    let launch = FusedLaunch {
+        config: gemm_config(ccl, b.transposed, rows, n),
+        wide: b.transposed,
+        b: b.ptr,
+        op,
+    };
+    T::launch_fused(ccl.iris(), &launch)
+}
+
 /// Threads a block of the GEMM kernels: 256 for the wide kernel, else four warps (of 64
 /// lanes on AMD, 32 elsewhere).
 fn gemm_threads(ccl: &Ccl<'_>, wide: bool) -> u32 {
@@ -493,22 +511,17 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     // Steps `first..first + steps` read in place: `steps` ranks' rows, rank `me + first`'s
     // first.
     let in_place = |first: u32, steps: u32| {
-        let launch = FusedLaunch {
-            config: gemm_config(ccl, b.transposed, (steps * m) as usize, n as usize),
-            wide: b.transposed,
-            b: b.ptr,
-            op: Fused::Gather {
-                a,
-                c,
-                m,
-                n,
-                k,
-                me,
-                world,
-                first,
-            },
+        let op = Fused::Gather {
+            a,
+            c,
+            m,
+            n,
+            k,
+            me,
+            world,
+            first,
         };
-        T::launch_fused(ccl.iris(), &launch)
+        launch_gemm(ccl, &b, (steps * m) as usize, n as usize, op)
     };
     let tiles = (m / 128) * (n / b.tile_width() as u32);
     // The peers' rows read in place, or copied ahead (step 0 is read in place either way).
@@ -711,20 +724,15 @@ fn reduced<T: MatmulElement>(
         // This rank's whole partial product into its own `staging` (no peer writes or
         // reads it: the last collective on it ended with every rank done with it, or
         // stored into it before a barrier), then the collective adds them.
-        let launch = FusedLaunch {
-            config: gemm_config(ccl, b.transposed, rows, n),
-            wide: b.transposed,
-            b: b.ptr,
-            op: Fused::Plain {
-                a: a.local_ptr(),
-                c: staging,
-                n: n as u32,
-                k: k as u32,
-                me: ccl.rank() as u32,
-                world: world as u32,
-            },
+        let op = Fused::Plain {
+            a: a.local_ptr(),
+            c: staging,
+            n: n as u32,
+            k: k as u32,
+            me: ccl.rank() as u32,
+            world: world as u32,
         };
-        T::launch_fused(ccl.iris(), &launch)?;
+        launch_gemm(ccl, &b, rows, n, op)?;
         return if everywhere {
             super::all_reduce(ccl, staging, c, super::ReduceOp::Sum, AllReduceAlgo::Auto)
         } else {
@@ -733,27 +741,22 @@ fn reduced<T: MatmulElement>(
     }
     // Steps `first..first + steps`: the rows of `steps` owners, owner `me + first` first.
     let scatter = |first: usize, steps: usize| {
-        let launch = FusedLaunch {
-            config: gemm_config(ccl, b.transposed, steps * part, n),
-            wide: b.transposed,
-            b: b.ptr,
-            op: Fused::Scatter {
-                a: a.local_ptr(),
-                staging,
-                signals: ccl.signals(),
-                part: part as u32,
-                n: n as u32,
-                k: k as u32,
-                me: ccl.rank() as u32,
-                world: world as u32,
-                first: first as u32,
-            },
+        let op = Fused::Scatter {
+            a: a.local_ptr(),
+            staging,
+            signals: ccl.signals(),
+            part: part as u32,
+            n: n as u32,
+            k: k as u32,
+            me: ccl.rank() as u32,
+            world: world as u32,
+            first: first as u32,
         };
-        T::launch_fused(ccl.iris(), &launch)
+        launch_gemm(ccl, &b, steps * part, n, op)
     };
     // Every rank has added its slots of the last call before any rank writes them: this
     // rank's own rows (its own `staging`, free by stream order) may go before that.
-    own_rows_then_peers(ccl, (part / 128 * (n / width)) as u32, |first, steps| {
+    own_rows_then_peers(ccl, own_tiles, |first, steps| {
         scatter(first as usize, steps as usize)
     })?;
     // Every rank's tiles of this rank's rows have landed.
