@@ -9,7 +9,9 @@
 # last. What docs/performance.md's fused-GEMM sections record.
 #
 # Usage (GPU machine, repository root):
-#   bash scripts/fused-gemm-device.sh [-n RUNS]
+#   [CARVEOUTS="default max"] bash scripts/fused-gemm-device.sh [-n RUNS]
+# CARVEOUTS: the bench once for each IRIS_SHARED_CARVEOUT value listed (`default`: unset,
+# the driver's choice; the default list), to compare them in one call.
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused
@@ -29,11 +31,20 @@ bench="$bundle/bench-iris-ccl_ops"
 [[ -x $bench ]] || { echo "fused-gemm-device: no ccl_ops bench in $bundle" >&2; exit 2; }
 ranks=(4)
 ((gpus >= 2 && gpus != 4)) && ranks+=("$gpus")
-for r in "${ranks[@]}"; do
-    log="$logdir/fused-gemm-ccl_ops-$r.log"
-    timeout 600 "$bench" --bench --ranks "$r" --iters 20 --only gemm >"$log" 2>&1
-    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s): rc=$?" | tee -a "$table"
-    grep -A 60 '^case' "$log" >>"$table"
+for carveout in ${CARVEOUTS:-default}; do
+    for r in "${ranks[@]}"; do
+        log="$logdir/fused-gemm-ccl_ops-$r-$carveout.log"
+        if [[ $carveout == default ]]; then
+            timeout 600 env -u IRIS_SHARED_CARVEOUT "$bench" --bench --ranks "$r" --iters 20 \
+                --only gemm >"$log" 2>&1
+        else
+            timeout 600 env IRIS_SHARED_CARVEOUT="$carveout" "$bench" --bench --ranks "$r" \
+                --iters 20 --only gemm >"$log" 2>&1
+        fi
+        echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), carveout $carveout: rc=$?" |
+            tee -a "$table"
+        grep -A 60 '^case' "$log" >>"$table"
+    done
 done
 
 # PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way: one GPU a process.

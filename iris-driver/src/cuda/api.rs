@@ -379,6 +379,18 @@ impl GpuApi for Cuda {
         })
     }
 
+    unsafe fn prefer_shared_carveout(
+        function: CUfunction,
+        percent: u32,
+    ) -> std::result::Result<(), String> {
+        let attribute =
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+        // SAFETY: a live function; the driver checks the percent.
+        let r = unsafe { sys::cuFuncSetAttribute(function, attribute, percent as i32) };
+        check("cuFuncSetAttribute", r)
+            .map_err(|e| format!("a shared-memory carveout of {percent}%: {e}"))
+    }
+
     unsafe fn module_unload(module: CUmodule) -> Result<()> {
         // SAFETY: a live module whose launches have completed (the caller's promise).
         check("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })

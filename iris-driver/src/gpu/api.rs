@@ -176,6 +176,16 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
         let _ = (function, bytes);
         Ok(())
     }
+    /// Asks `function` to run with `percent` of the largest shared-memory size as shared
+    /// memory, the rest as L1 (see `IRIS_SHARED_CARVEOUT`); nothing by default (AMD keeps
+    /// the LDS apart from the caches).
+    unsafe fn prefer_shared_carveout(
+        function: Self::Function,
+        percent: u32,
+    ) -> std::result::Result<(), String> {
+        let _ = (function, percent);
+        Ok(())
+    }
     /// Unloads a module.
     unsafe fn module_unload(module: Self::Module) -> Result<()>;
 

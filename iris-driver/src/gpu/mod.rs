@@ -7,6 +7,7 @@
 mod api;
 mod device;
 mod module;
+mod shared_carveout;
 mod stream;
 mod wait;
 

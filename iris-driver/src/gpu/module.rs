@@ -6,6 +6,7 @@ use std::ffi::CString;
 use iris_device::abi::KernelUnit;
 
 use super::api::GpuApi;
+use super::shared_carveout;
 use crate::error::{Error, Result};
 use crate::Module;
 
@@ -30,6 +31,7 @@ impl<A: GpuApi> GpuModule<A> {
     /// Loads `unit`'s code object for this device and resolves (and readies) every kernel;
     /// a kernel missing from the object is [`Error::ModuleLoad`] naming it.
     pub(crate) fn load(api: &A, ctx: &A::Context, unit: &'static KernelUnit) -> Result<Self> {
+        let carveout = shared_carveout::from_env()?;
         let (raw, object, image) = api.load_code_object(ctx, unit)?;
         let mut module = Self {
             ctx: ctx.clone(),
@@ -56,6 +58,16 @@ impl<A: GpuApi> GpuModule<A> {
             })?;
             // SAFETY: a function of that module.
             unsafe { A::prepare_function(function) }.map_err(load_error)?;
+            if let Some(percent) = carveout {
+                // SAFETY: a function of that module.
+                unsafe { A::prefer_shared_carveout(function, percent) }.map_err(|reason| {
+                    load_error(format!(
+                        "kernel `{}`, {}: {reason}",
+                        kernel.name,
+                        shared_carveout::VAR
+                    ))
+                })?;
+            }
             let dynamic = kernel.dynamic_shared_bytes();
             if dynamic > 0 {
                 // SAFETY: a function of that module.
