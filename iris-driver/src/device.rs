@@ -249,6 +249,16 @@ pub trait Device: Send + Sync {
     /// kernels that wait for other ranks are running.
     fn create_stream(&self) -> Result<Box<dyn Stream>>;
 
+    /// A new stream like [`create_stream`](Device::create_stream)'s, of the device's
+    /// greatest priority: when kernels of several streams have blocks waiting to start,
+    /// the block scheduler starts this stream's first (CUDA and HIP stream priorities;
+    /// running blocks are not interrupted). For short kernels that must not queue behind
+    /// a large kernel of another stream. The default (the CPU backend, which runs every
+    /// stream's work as its own thread) is a plain stream.
+    fn create_urgent_stream(&self) -> Result<Box<dyn Stream>> {
+        self.create_stream()
+    }
+
     /// A new event, for ordering and timing (see [`Stream::record`]).
     fn create_event(&self) -> Result<Box<dyn Event>>;
 
@@ -398,7 +408,7 @@ pub trait Stream: Send + Sync {
 
     /// Makes the work queued on this stream from now on wait until `event` (recorded on
     /// any stream of the device) has completed, without the host waiting. The default
-    /// returns [`Error::Unsupported`] (the CPU backend keeps one order).
+    /// returns [`Error::Unsupported`].
     fn wait_event(&self, event: &dyn Event) -> Result<()> {
         let _ = event;
         Err(Error::Unsupported {

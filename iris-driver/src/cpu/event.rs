@@ -14,6 +14,8 @@ struct State {
     generation: u64,
     recorded: bool,
     reached: Option<Instant>,
+    /// The latest recording reached (recordings of one stream are reached in order).
+    reached_generation: u64,
 }
 
 #[derive(Debug, Default)]
@@ -41,8 +43,35 @@ impl Mark {
         if s.generation == self.generation {
             s.reached = Some(Instant::now());
         }
+        s.reached_generation = s.reached_generation.max(self.generation);
         drop(s);
         self.shared.cv.notify_all();
+    }
+}
+
+/// One recording of an event that another stream's work waits for.
+pub(crate) struct Waiter {
+    shared: Arc<Shared>,
+    generation: Option<u64>,
+}
+
+impl Waiter {
+    /// Blocks until the recording is reached, for at most `timeout`.
+    pub(crate) fn wait(self, timeout: Duration) -> std::result::Result<(), String> {
+        let Some(generation) = self.generation else {
+            return Ok(());
+        };
+        let guard = lock(&self.shared.state);
+        let (_guard, reached) = wait_until(&self.shared.cv, guard, deadline(timeout), |s| {
+            s.reached_generation >= generation
+        });
+        if reached {
+            Ok(())
+        } else {
+            Err(format!(
+                "work ordered after another stream's event waited {timeout:?} for it"
+            ))
+        }
     }
 }
 
@@ -56,6 +85,17 @@ impl CpuEvent {
         Mark {
             shared: Arc::clone(&self.shared),
             generation: s.generation,
+        }
+    }
+
+    /// The event's latest recording, for work of another stream to wait for
+    /// ([`Stream::wait_event`](crate::Stream::wait_event)): nothing to wait for when the
+    /// event was never recorded, as on the GPUs.
+    pub(crate) fn waiter(&self) -> Waiter {
+        let s = lock(&self.shared.state);
+        Waiter {
+            shared: Arc::clone(&self.shared),
+            generation: s.recorded.then_some(s.generation),
         }
     }
 

@@ -12,6 +12,10 @@ use crate::error::{panic_message, Error, Result};
 use crate::sync::{deadline, lock, wait_until};
 use crate::{downcast, BackendKind, Event, Stream};
 
+/// How long work queued after [`Stream::wait_event`] waits for the other stream to reach
+/// the event (that stream's work is bounded itself: every wait of iris gives up).
+const EVENT_WAIT_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// One unit of queued work; an `Err` is reported by the next `synchronize`.
 pub(crate) type Job = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
@@ -125,6 +129,14 @@ impl Stream for CpuStream {
             Ok(())
         }))
     }
+
+    /// Queues a step that blocks this stream's thread until the event's latest recording
+    /// (on any stream) is reached.
+    fn wait_event(&self, event: &dyn Event) -> Result<()> {
+        let event = downcast::<CpuEvent>(event.as_any(), BackendKind::Cpu, "event")?;
+        let waiter = event.waiter();
+        self.submit(Box::new(move || waiter.wait(EVENT_WAIT_TIMEOUT)))
+    }
 }
 
 impl Drop for CpuStream {
@@ -148,5 +160,73 @@ fn stream_error(message: &str) -> Error {
         backend: BackendKind::Cpu,
         call: "stream",
         message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+    #[test]
+    fn work_after_a_wait_for_an_event_runs_once_the_other_stream_reaches_it() {
+        let (first, second) = (CpuStream::new().unwrap(), CpuStream::new().unwrap());
+        let done = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicU8::new(0));
+        let d = Arc::clone(&done);
+        first
+            .submit(Box::new(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                d.store(true, Ordering::SeqCst);
+                Ok(())
+            }))
+            .unwrap();
+        let event = CpuEvent::default();
+        first.record(&event).unwrap();
+        second.wait_event(&event).unwrap();
+        let (d, s) = (Arc::clone(&done), Arc::clone(&seen));
+        second
+            .submit(Box::new(move || {
+                s.store(1 + u8::from(d.load(Ordering::SeqCst)), Ordering::SeqCst);
+                Ok(())
+            }))
+            .unwrap();
+        second.synchronize(Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            2,
+            "ran before the event was reached"
+        );
+    }
+
+    #[test]
+    fn a_wait_for_an_event_never_recorded_waits_for_nothing() {
+        let stream = CpuStream::new().unwrap();
+        stream.wait_event(&CpuEvent::default()).unwrap();
+        stream.synchronize(Duration::from_secs(10)).unwrap();
+    }
+
+    #[test]
+    fn a_wait_is_for_the_recording_made_before_it_not_a_later_one() {
+        let (first, second) = (CpuStream::new().unwrap(), CpuStream::new().unwrap());
+        let event = CpuEvent::default();
+        first.record(&event).unwrap();
+        first.synchronize(Duration::from_secs(10)).unwrap();
+        second.wait_event(&event).unwrap();
+        // Recorded again behind a long step: the wait above is for the first recording.
+        first
+            .submit(Box::new(|| {
+                std::thread::sleep(Duration::from_secs(5));
+                Ok(())
+            }))
+            .unwrap();
+        first.record(&event).unwrap();
+        let start = std::time::Instant::now();
+        second.synchronize(Duration::from_secs(10)).unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

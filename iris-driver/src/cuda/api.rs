@@ -90,6 +90,21 @@ impl GpuApi for Cuda {
         Ok(raw)
     }
 
+    unsafe fn stream_create_urgent() -> Result<CUstream> {
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: valid out-pointers, with the context current (the caller's promise).
+        check("cuCtxGetStreamPriorityRange", unsafe {
+            sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
+        })?;
+        let mut raw = std::ptr::null_mut();
+        let flags = CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: a valid out-pointer, a priority from the context's range.
+        check("cuStreamCreateWithPriority", unsafe {
+            sys::cuStreamCreateWithPriority(&mut raw, flags, greatest)
+        })?;
+        Ok(raw)
+    }
+
     unsafe fn stream_destroy(stream: CUstream) -> Result<()> {
         // SAFETY: a live stream (the caller's promise).
         check("cuStreamDestroy_v2", unsafe {

@@ -66,6 +66,9 @@ pub trait GpuApi: super::Sealed + Sized + Send + Sync + 'static {
 
     /// A new non-blocking stream.
     unsafe fn stream_create() -> Result<Self::Stream>;
+    /// A new non-blocking stream of the device's greatest priority: the block scheduler
+    /// starts its kernels' blocks before the waiting blocks of streams of lower priority.
+    unsafe fn stream_create_urgent() -> Result<Self::Stream>;
     /// Destroys a stream (its pending work still completes).
     unsafe fn stream_destroy(stream: Self::Stream) -> Result<()>;
     /// Whether the stream's queued work has finished.

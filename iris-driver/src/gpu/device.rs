@@ -72,7 +72,7 @@ impl<A: GpuApi> GpuDevice<A> {
         A::make_current(&self.ctx)?;
         // SAFETY: the device is current.
         let pool = unsafe { A::pool_create(self.info.ordinal) }?;
-        let stream = GpuStream::<A>::new(self.ctx.clone())?;
+        let stream = GpuStream::<A>::new(self.ctx.clone(), false)?;
         // SAFETY: the pool and stream of this device, which is current.
         let scratch =
             unsafe { A::pool_alloc(pool, SCRATCH_BYTES, stream.raw()) }.map_err(|reason| {
@@ -348,7 +348,14 @@ impl<A: GpuApi> Device for GpuDevice<A> {
     }
 
     fn create_stream(&self) -> Result<Box<dyn Stream>> {
-        let stream = GpuStream::<A>::new(self.ctx.clone())?;
+        let stream = GpuStream::<A>::new(self.ctx.clone(), false)?;
+        let staging = self.staging()?;
+        Self::first_submission(&stream, staging.scratch)?;
+        Ok(Box::new(stream))
+    }
+
+    fn create_urgent_stream(&self) -> Result<Box<dyn Stream>> {
+        let stream = GpuStream::<A>::new(self.ctx.clone(), true)?;
         let staging = self.staging()?;
         Self::first_submission(&stream, staging.scratch)?;
         Ok(Box::new(stream))

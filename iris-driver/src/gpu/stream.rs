@@ -23,10 +23,17 @@ unsafe impl<A: GpuApi> Send for GpuStream<A> {}
 unsafe impl<A: GpuApi> Sync for GpuStream<A> {}
 
 impl<A: GpuApi> GpuStream<A> {
-    pub(crate) fn new(ctx: A::Context) -> Result<Self> {
+    /// A new stream of the context's device; `urgent`: of the device's greatest priority.
+    pub(crate) fn new(ctx: A::Context, urgent: bool) -> Result<Self> {
         A::make_current(&ctx)?;
         // SAFETY: the device is current.
-        let raw = unsafe { A::stream_create() }?;
+        let raw = unsafe {
+            if urgent {
+                A::stream_create_urgent()
+            } else {
+                A::stream_create()
+            }
+        }?;
         Ok(Self {
             ctx,
             raw,

@@ -88,6 +88,20 @@ impl GpuApi for Hip {
         Ok(raw)
     }
 
+    unsafe fn stream_create_urgent() -> Result<hipStream_t> {
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: valid out-pointers, with the device selected (the caller's promise).
+        check("hipDeviceGetStreamPriorityRange", unsafe {
+            hip::hipDeviceGetStreamPriorityRange(&mut least, &mut greatest)
+        })?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer, a priority from the device's range.
+        check("hipStreamCreateWithPriority", unsafe {
+            hip::hipStreamCreateWithPriority(&mut raw, hip::hipStreamNonBlocking, greatest)
+        })?;
+        Ok(raw)
+    }
+
     unsafe fn stream_destroy(stream: hipStream_t) -> Result<()> {
         // SAFETY: a live stream (the caller's promise).
         check("hipStreamDestroy", unsafe { hip::hipStreamDestroy(stream) })
