@@ -24,8 +24,10 @@
 //!
 //! ```text
 //! cargo bench --bench ccl_ops -- [--ranks 4] [--iters 20] [--tokens 4096]
-//!     [--gemm MxNxK[,MxNxK..]] [--only gemm]
+//!     [--gemm MxNxK[,MxNxK..]] [--only gemm] [--sync-stream on]
 //! ```
+//! `--sync-stream on` gives every rank a sync stream (`World::sync_stream`): the fused
+//! GEMMs then queue their split barrier there, beside the own rows.
 //! On the CPU backend it runs small shapes once (a check that it works, not a speed).
 //! The last lines are a table: case, ms (median over iters, slowest rank), GB/s, and the
 //! ratio to the compared way (below 1: faster).
@@ -721,8 +723,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     let heap = if gpu { 6usize << 30 } else { 64 << 20 };
+    let sync_stream = arg::<String>("--sync-stream").is_some_and(|v| v == "on");
     let result = World::threads(ranks)
         .heap_bytes(heap)
+        .sync_stream(sync_stream)
         .run(|iris| run(iris, &shapes, iters));
     let rows = match result {
         Ok(mut all) => all.swap_remove(0),
@@ -732,8 +736,13 @@ fn main() -> std::process::ExitCode {
         }
     };
     println!(
-        "ccl_ops: {ranks} ranks as threads on {}, median of {iters}, slowest rank; {:.1} s",
+        "ccl_ops: {ranks} ranks as threads on {}{}, median of {iters}, slowest rank; {:.1} s",
         if gpu { "the GPU" } else { "the CPU backend" },
+        if sync_stream {
+            " with sync streams"
+        } else {
+            ""
+        },
         start.elapsed().as_secs_f64()
     );
     println!("{:<62} {:>9} {:>8}  against", "case", "ms", "GB/s");

@@ -9,9 +9,10 @@
 # last. What docs/performance.md's fused-GEMM sections record.
 #
 # Usage (GPU machine, repository root):
-#   [CARVEOUTS="default max"] bash scripts/fused-gemm-device.sh [-n RUNS]
-# CARVEOUTS: the bench once for each IRIS_SHARED_CARVEOUT value listed (`default`: unset,
-# the driver's choice; the default list), to compare them in one call.
+#   [VARIANTS="default,off max,off default,on max,on"] bash scripts/fused-gemm-device.sh [-n RUNS]
+# VARIANTS: the bench at 4 ranks once for each CARVEOUT,SYNC listed, to compare them in
+# one call: CARVEOUT an IRIS_SHARED_CARVEOUT value (`default`: unset, the driver's
+# choice), SYNC `on` for a sync stream a rank (`--sync-stream on`). Default: default,off.
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused
@@ -31,20 +32,22 @@ bench="$bundle/bench-iris-ccl_ops"
 [[ -x $bench ]] || { echo "fused-gemm-device: no ccl_ops bench in $bundle" >&2; exit 2; }
 ranks=(4)
 ((gpus >= 2 && gpus != 4)) && ranks+=("$gpus")
-for carveout in ${CARVEOUTS:-default}; do
-    for r in "${ranks[@]}"; do
-        log="$logdir/fused-gemm-ccl_ops-$r-$carveout.log"
-        if [[ $carveout == default ]]; then
-            timeout 600 env -u IRIS_SHARED_CARVEOUT "$bench" --bench --ranks "$r" --iters 20 \
-                --only gemm >"$log" 2>&1
-        else
-            timeout 600 env IRIS_SHARED_CARVEOUT="$carveout" "$bench" --bench --ranks "$r" \
-                --iters 20 --only gemm >"$log" 2>&1
-        fi
-        echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), carveout $carveout: rc=$?" |
-            tee -a "$table"
-        grep -A 60 '^case' "$log" >>"$table"
-    done
+# ccl_ops --only gemm at RANKS with carveout CARVEOUT and sync streams SYNC (on/off).
+gemm_bench() {
+    local r=$1 carveout=$2 sync=$3
+    local log="$logdir/fused-gemm-ccl_ops-$r-$carveout-$sync.log" env=(env -u IRIS_SHARED_CARVEOUT)
+    [[ $carveout != default ]] && env=(env IRIS_SHARED_CARVEOUT="$carveout")
+    timeout 600 "${env[@]}" "$bench" --bench --ranks "$r" --iters 20 --only gemm \
+        --sync-stream "$sync" >"$log" 2>&1
+    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), carveout $carveout, sync stream $sync: rc=$?" |
+        tee -a "$table"
+    grep -A 60 '^case' "$log" >>"$table"
+}
+for variant in ${VARIANTS:-default,off}; do
+    gemm_bench 4 "${variant%,*}" "${variant#*,}"
+done
+for r in "${ranks[@]:1}"; do
+    gemm_bench "$r" default off
 done
 
 # PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way: one GPU a process.

@@ -383,6 +383,139 @@ fn fused_matmuls_with_the_own_rows_first_match_the_host_on_a_gpu() {
     }
 }
 
+/// With a sync stream (`World::sync_stream`) a rank queues the split barrier there, beside
+/// its own rows: the same exact results at 2 and 4 ranks on every backend (on a GPU at
+/// the shapes where the split form runs, as above; the CPU backend takes it at every
+/// shape and runs the sync stream as a second stream thread).
+#[test]
+fn fused_matmuls_with_a_sync_stream_match_the_host() {
+    for backend in common::backends() {
+        let gpu = backend != iris::BackendKind::Cpu;
+        for world in [2usize, 4] {
+            let problems = World::threads(world)
+                .backend(backend)
+                .heap_bytes(if gpu { 256 << 20 } else { 8 << 20 })
+                .sync_stream(true)
+                .run(|iris| {
+                    let mut p = Vec::new();
+                    if !iris.has_sync_stream() {
+                        p.push("the rank has no sync stream".to_string());
+                    }
+                    let ccl = Ccl::new(iris)?;
+                    let (m, n_b, n_t) = if gpu {
+                        (1024, 1024, 2048)
+                    } else {
+                        (128, 128, 256)
+                    };
+                    p.extend(matmuls_in(iris, &ccl, false, (m, n_b, 64), false)?);
+                    p.extend(matmuls_in(iris, &ccl, true, (m, n_t, 64), false)?);
+                    ccl.synchronize()?;
+                    Ok(p)
+                })
+                .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+            let problems: Vec<String> = problems.into_iter().flatten().collect();
+            assert!(
+                problems.is_empty(),
+                "{backend} at {world} ranks: {}",
+                problems.join("\n")
+            );
+        }
+    }
+}
+
+#[iris::kernels]
+mod late {
+    use iris::prelude::*;
+
+    /// After thread 0's `spins` rounds of arithmetic, `dst[i] = src[i]` for `i < n`
+    /// (one block).
+    #[kernel]
+    pub fn slow_copy(dst: *mut bf16, src: *const bf16, n: u32, spins: u32) {
+        let t = thread_idx_x();
+        if t == 0 {
+            let mut acc = spins | 1;
+            let mut i = 0u32;
+            while i < spins {
+                acc ^= acc << 13;
+                acc ^= acc >> 17;
+                acc ^= acc << 5;
+                i += 1;
+            }
+            // Never 0 (a xorshift of a non-zero word): the loop stays.
+            if acc == 0 {
+                unsafe { *dst = *src };
+            }
+        }
+        sync_threads();
+        let mut i = t;
+        while i < n {
+            unsafe { *dst.add(i as usize) = *src.add(i as usize) };
+            i += block_dim_x();
+        }
+    }
+}
+
+/// A fused GEMM reads a peer's rows only after the peer's work queued before the call:
+/// every rank writes its A with a kernel queued just before the all-gather GEMM, the
+/// last rank's slowly (no host barrier between), and every C must match the host. On
+/// one stream and with a sync stream (`World::sync_stream`), at 2 and 4 ranks; on a GPU
+/// at a shape where the own rows go first (4 ranks), else the one-launch form.
+#[test]
+fn a_fused_gemm_waits_for_a_peer_still_writing_its_rows() {
+    const SPINS: u32 = 20_000_000;
+    for backend in common::backends() {
+        let gpu = backend != iris::BackendKind::Cpu;
+        let (m, n, k) = if gpu {
+            (1024, 2048, 64)
+        } else {
+            (128, 256, 64)
+        };
+        for world in [2usize, 4] {
+            for sync in [false, true] {
+                let results = World::threads(world)
+                    .backend(backend)
+                    .heap_bytes(if gpu { 256 << 20 } else { 8 << 20 })
+                    .sync_stream(sync)
+                    .run(|iris| {
+                        let me = iris.rank();
+                        let ccl = Ccl::new(iris)?;
+                        let rows = |r: usize| -> Vec<f32> {
+                            (0..m * k).map(|i| quarter(30 + r as u64, i)).collect()
+                        };
+                        let b_host: Vec<f32> = (0..k * n).map(|i| quarter(300, i)).collect();
+                        let to_bf16 = |v: &[f32]| -> Vec<bf16> {
+                            v.iter().map(|&x| bf16::from_f32(x)).collect()
+                        };
+                        let a = iris.symmetric_zeros::<bf16>(m * k)?;
+                        let c = iris.symmetric_full(world * m * n, f32::NAN)?;
+                        let src = iris.from_slice(&to_bf16(&rows(me)))?;
+                        let b = iris.from_slice(&to_bf16(&transpose(&b_host, k, n)))?;
+                        iris.barrier()?;
+                        let spins = if me == world - 1 { SPINS } else { 0 };
+                        late::slow_copy::launch(
+                            iris,
+                            (1, 256),
+                            &a.local_ptr(),
+                            &src,
+                            (m * k) as u32,
+                            spins,
+                        )?;
+                        ccl::all_gather_matmul(&ccl, &a, layout_of(&b, true), &c, k)?;
+                        ccl.synchronize()?;
+                        let all: Vec<f32> = (0..world).flat_map(rows).collect();
+                        Ok(c.to_vec()? == host_gemm(&all, &b_host, world * m, n, k))
+                    })
+                    .unwrap_or_else(|e| panic!("{backend} at {world} ranks: {e}"));
+                let wrong: Vec<usize> = (0..world).filter(|&r| !results[r]).collect();
+                assert!(
+                    wrong.is_empty(),
+                    "{backend} at {world} ranks, sync stream {sync}: C differs from the host's on ranks {wrong:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn fused_matmul_shapes_are_checked_before_anything_runs() {
     World::threads(2)

@@ -35,7 +35,7 @@ pub use launch::{
 };
 pub use memory::{AsDevicePtr, Buffer, DevicePtr, Pod, TILE_MAP_WORDS};
 pub use rank::RankCore;
-pub use streams::{CapturedGraph, StreamRef};
+pub use streams::{CapturedGraph, StreamRef, SyncFork};
 pub use symmetric::{
     ProviderKind, ShmemBootstrap, ShmemEngine, ShmemProvider, SymmetricAddressMap, SymmetricBuffer,
     SymmetricProvider,

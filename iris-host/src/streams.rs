@@ -17,7 +17,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use iris_driver::{Graph, Result};
+use iris_driver::{Event, Graph, Result};
 
 use crate::context::Iris;
 
@@ -62,7 +62,87 @@ impl CapturedGraph<'_> {
     }
 }
 
+/// Work [`Iris::fork_sync_stream`] queued on a rank's sync stream, which the rank's current
+/// stream does not wait for until [`join`](SyncFork::join) (or the drop of this value).
+#[must_use = "join it: until then the current stream's later work does not wait for the forked work"]
+pub struct SyncFork<'ctx> {
+    iris: &'ctx Iris,
+    /// Recorded on the sync stream after the forked work; `None` once joined.
+    end: Option<Box<dyn Event>>,
+}
+
+impl SyncFork<'_> {
+    /// Orders the work queued on the rank's current stream from now on after the forked
+    /// work (the host does not wait).
+    pub fn join(mut self) -> Result<()> {
+        self.join_now()
+    }
+
+    fn join_now(&mut self) -> Result<()> {
+        match self.end.take() {
+            Some(end) => self
+                .iris
+                .core()
+                .stream()
+                .wait_event(&*end)
+                .map_err(|e| e.on_rank(self.iris.rank())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SyncFork<'_> {
+    /// Joins, so that no later work of the rank overtakes the forked work.
+    fn drop(&mut self) {
+        if let Err(err) = self.join_now() {
+            tracing::warn!(rank = self.iris.rank(), "joining a sync stream: {err}");
+        }
+    }
+}
+
 impl Iris {
+    /// Runs `work`, which queues launches and copies, with this rank's work going to its
+    /// sync stream ([`World::sync_stream`](crate::World::sync_stream)), ordered after
+    /// the work queued so far on its current stream; the current stream's later work does
+    /// not wait for it until the returned [`SyncFork`] is joined. So short kernels other
+    /// ranks wait for (a split barrier) run beside the current stream's next kernels, and
+    /// their blocks start before those of kernels queued on streams of lower priority.
+    /// `Ok(None)`, without calling `work`, when the rank has no sync stream.
+    ///
+    /// Between the fork and the join, queue on the current stream only work that waits
+    /// for no other rank: the forked work may be waiting for the other ranks.
+    pub fn fork_sync_stream(
+        &self,
+        work: impl FnOnce() -> Result<()>,
+    ) -> Result<Option<SyncFork<'_>>> {
+        let core = self.core();
+        let Some(sync) = core.sync_stream() else {
+            return Ok(None);
+        };
+        let rank = self.rank();
+        let device = core.device();
+        let start = device.create_event().map_err(|e| e.on_rank(rank))?;
+        let end = device.create_event().map_err(|e| e.on_rank(rank))?;
+        core.stream().record(&*start).map_err(|e| e.on_rank(rank))?;
+        sync.wait_event(&*start).map_err(|e| e.on_rank(rank))?;
+        let queued = {
+            let _redirect = core.redirect(Arc::clone(sync));
+            work()
+        };
+        sync.record(&*end).map_err(|e| e.on_rank(rank))?;
+        let fork = SyncFork {
+            iris: self,
+            end: Some(end),
+        };
+        // When `work` failed part-way, what it queued is joined at once (the drop).
+        queued.map(|()| Some(fork))
+    }
+
+    /// Whether this rank has a sync stream ([`World::sync_stream`](crate::World::sync_stream)).
+    pub fn has_sync_stream(&self) -> bool {
+        self.core().sync_stream().is_some()
+    }
+
     /// Sends this rank's work to `stream` from now on, ordered after the work queued so far
     /// by an event (the host does not wait). When `stream` captures a graph, the graph
     /// holds only what is queued on it: let earlier work finish before the capture begins

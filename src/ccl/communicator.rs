@@ -64,7 +64,8 @@ impl<'ctx> Ccl<'ctx> {
     /// `new` makes sure they can be, for every rank on every device:
     /// - more ranks of this process on a device than the device has hardware queues for
     ///   their streams ([`DeviceInfo::work_queues`](crate::DeviceInfo::work_queues): 32 on
-    ///   CUDA unless `CUDA_DEVICE_MAX_CONNECTIONS` says otherwise) is an
+    ///   CUDA unless `CUDA_DEVICE_MAX_CONNECTIONS` says otherwise; a rank with a sync
+    ///   stream, [`World::sync_stream`](crate::World::sync_stream), needs two) is an
     ///   [`Error::DeviceOversubscribed`] on the ranks of that device, saying how many fit
     ///   (and [`Error::PeerFailed`] on the others);
     /// - blocks per launch are at most what keeps all ranks' blocks resident on their

@@ -383,7 +383,9 @@ fn own_rows_first(ccl: &Ccl<'_>, tiles: u32) -> bool {
 /// step `i` rank or owner `me + i`'s) after the sync that lets them touch the peers'
 /// memory: where [`own_rows_first`] says so, this rank arrives at a split barrier,
 /// launches step 0, waits for the other ranks and launches the rest; else a barrier,
-/// then every step in one launch.
+/// then every step in one launch. A rank with a sync stream
+/// ([`World::sync_stream`](crate::World::sync_stream)) queues the split barrier's arrive
+/// and wait there, beside step 0, so the wait starts at once rather than after step 0.
 fn own_rows_then_peers(
     ccl: &Ccl<'_>,
     tiles: u32,
@@ -391,9 +393,23 @@ fn own_rows_then_peers(
 ) -> Result<()> {
     let world = ccl.world_size() as u32;
     if world > 1 && own_rows_first(ccl, tiles) {
-        ccl.barrier_arrive()?;
-        launch(0, 1)?;
-        ccl.barrier_wait()?;
+        let synced = ccl.iris().fork_sync_stream(|| {
+            ccl.barrier_arrive()?;
+            ccl.barrier_wait()
+        })?;
+        match synced {
+            Some(fork) => {
+                // Step 0 waits for no other rank (its blocks only check the broken word).
+                let own = launch(0, 1);
+                fork.join()?;
+                own?;
+            }
+            None => {
+                ccl.barrier_arrive()?;
+                launch(0, 1)?;
+                ccl.barrier_wait()?;
+            }
+        }
         launch(1, world - 1)
     } else {
         ccl.barrier()?;

@@ -93,7 +93,9 @@ pub(crate) fn check_fit(iris: &Iris, sharing: Sharing, min_occupancy: u32) -> Re
         return Ok(());
     }
     let device = format!("{} device {} ({})", info.backend, info.ordinal, info.name);
-    let queues = ranks_per_queues(info.work_queues);
+    // A rank with a sync stream (`World::sync_stream`) takes a second queue.
+    let streams = 1 + usize::from(iris.has_sync_stream());
+    let queues = ranks_per_queues(info.work_queues) / streams;
     if sharing.process > queues {
         let var = match info.backend {
             BackendKind::Hip => "GPU_MAX_HW_QUEUES",
@@ -105,7 +107,7 @@ pub(crate) fn check_fit(iris: &Iris, sharing: Sharing, min_occupancy: u32) -> Re
             ranks: sharing.process,
             fit: queues,
             why: format!(
-                "this process's streams run on {} hardware queues ({var}), and ranks whose kernels wait for each other need a queue each; run fewer ranks per device (or more processes), or raise {var} (32 at most on CUDA) before the first GPU call",
+                "this process's streams run on {} hardware queues ({var}), and ranks whose kernels wait for each other need a queue for each of their streams ({streams} a rank); run fewer ranks per device (or more processes), or raise {var} (32 at most on CUDA) before the first GPU call",
                 info.work_queues
             ),
         });

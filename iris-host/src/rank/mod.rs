@@ -65,6 +65,8 @@ pub(crate) struct RankPlace {
     pub leaks: Arc<AtomicBool>,
     /// The world's abort (its word is named in every peer table of the rank).
     pub abort: Arc<WorldAbort>,
+    /// Whether the rank gets a sync stream (`World::sync_stream`).
+    pub sync_stream: bool,
 }
 
 /// One rank's device, stream and identity: what buffers and launches are checked against.
@@ -76,6 +78,9 @@ pub struct RankCore {
     /// Where this rank's launches and copies go: its own stream, or one another library
     /// lent it.
     current: RwLock<Arc<dyn Stream>>,
+    /// The rank's urgent stream for short kernels other ranks wait on
+    /// (`World::sync_stream`), if it has one.
+    sync: Option<Arc<dyn Stream>>,
     faults: FaultRecord,
     /// The world's abort word (its device reads it; the world's abort sets it).
     abort_word: HostWord,
@@ -88,11 +93,31 @@ pub struct RankCore {
     stuck: AtomicBool,
 }
 
+/// The rank's work going to another stream, until dropped ([`RankCore::redirect`]).
+pub(crate) struct Redirect<'a> {
+    core: &'a RankCore,
+    previous: Option<Arc<dyn Stream>>,
+}
+
+impl Drop for Redirect<'_> {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous.take() {
+            *self.core.current.write().unwrap_or_else(|p| p.into_inner()) = previous;
+        }
+    }
+}
+
 impl RankCore {
     /// A rank at `place`, with a new stream and fault record on its device.
     pub(crate) fn new(place: RankPlace) -> Result<Self> {
         let device = place.device.device();
         let stream: Arc<dyn Stream> = Arc::from(device.create_stream()?);
+        // Made here, before the ranks first meet, like the rank's own stream: a stream's
+        // first submission does not start while another stream's kernel runs.
+        let sync = match place.sync_stream {
+            true => Some(Arc::from(device.create_urgent_stream()?)),
+            false => None,
+        };
         let abort_word = place.abort.word(device)?;
         let faults = FaultRecord::new(device)?;
         Ok(Self {
@@ -100,6 +125,7 @@ impl RankCore {
             place,
             own: Arc::clone(&stream),
             current: RwLock::new(stream),
+            sync,
             faults,
             abort_word,
             last_launch: AtomicPtr::new(std::ptr::null_mut()),
@@ -151,6 +177,22 @@ impl RankCore {
     /// The stream this rank's work goes to now (its own, or a lent one).
     pub(crate) fn stream(&self) -> Arc<dyn Stream> {
         Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The rank's sync stream, if it has one (`World::sync_stream`).
+    pub(crate) fn sync_stream(&self) -> Option<&Arc<dyn Stream>> {
+        self.sync.as_ref()
+    }
+
+    /// Sends this rank's launches and copies to `stream` until the result is dropped,
+    /// adding no order between the streams (the caller orders them with events).
+    pub(crate) fn redirect(&self, stream: Arc<dyn Stream>) -> Redirect<'_> {
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let previous = std::mem::replace(&mut *current, stream);
+        Redirect {
+            core: self,
+            previous: Some(previous),
+        }
     }
 
     /// The stream iris made for this rank (providers order their own copies on it).

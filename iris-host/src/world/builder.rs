@@ -62,6 +62,7 @@ pub struct World {
     timeout: Option<Duration>,
     provider: ProviderKind,
     trace: Option<std::path::PathBuf>,
+    sync_stream: bool,
 }
 
 impl World {
@@ -114,6 +115,7 @@ impl World {
             timeout: None,
             provider: ProviderKind::Heap,
             trace: None,
+            sync_stream: false,
         }
     }
 
@@ -150,6 +152,19 @@ impl World {
     /// writes into `dir/world-2`, its third into `dir/world-3`, and so on.
     pub fn trace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.trace = Some(dir.into());
+        self
+    }
+
+    /// Gives every rank a second stream, of the device's greatest priority, for the short
+    /// kernels other ranks wait on (default: off): the fused GEMMs of `iris::ccl` then
+    /// queue their split barrier there, beside the GEMM that computes a rank's own rows,
+    /// so that its wait starts at once and its one block starts before the waiting
+    /// blocks of the ranks' GEMMs (on one stream it waited behind this rank's own rows,
+    /// then behind the other ranks' GEMM blocks). Each rank then takes two of the
+    /// process's hardware queues on its device (`Ccl::new` counts them); the CPU backend
+    /// runs the same order with a second stream thread. See [`Iris::fork_sync_stream`].
+    pub fn sync_stream(mut self, on: bool) -> Self {
+        self.sync_stream = on;
         self
     }
 
@@ -198,6 +213,7 @@ impl World {
                 let mut world =
                     super::process::setup(env, self.heap_bytes, self.provider, timeout, backend)?;
                 world.trace = trace;
+                world.sync_stream = self.sync_stream;
                 let shared = Arc::new(world);
                 let result = run_rank(env.rank, &shared, &f);
                 drop(shared);
@@ -217,6 +233,7 @@ impl World {
         }
         let mut world = self.setup(ranks, timeout, backend)?;
         world.trace = trace;
+        world.sync_stream = self.sync_stream;
         let shared = Arc::new(world);
         let results: Vec<Result<R>> = std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(ranks);

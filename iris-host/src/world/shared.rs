@@ -50,6 +50,8 @@ pub(crate) struct WorldShared {
     pub abort: Arc<WorldAbort>,
     /// Where the ranks write their traces, if tracing (set after the layout).
     pub trace: Option<std::path::PathBuf>,
+    /// Whether every rank gets a sync stream (`World::sync_stream`; set after the layout).
+    pub sync_stream: bool,
 }
 
 /// How a world's ranks are laid out, for [`WorldShared::new`].
@@ -68,6 +70,7 @@ impl WorldShared {
     pub(crate) fn new(layout: WorldLayout) -> Self {
         Self {
             trace: None,
+            sync_stream: false,
             size: layout.heaps.len(),
             timeout: layout.timeout,
             collective: layout.collective,
@@ -103,6 +106,7 @@ impl WorldShared {
                 reachable,
                 leaks: Arc::clone(&self.leak),
                 abort: Arc::clone(&self.abort),
+                sync_stream: self.sync_stream,
             },
             heaps: Arc::clone(&self.heaps),
             provider: self.provider,
