@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The fused GEMMs on the GPU machine in one call: tests/fused.rs RUNS times in a row, then
+# The fused GEMMs on the GPU machine in one call: tests/fused.rs and tests/sync_stream.rs
+# RUNS times in a row each, then
 # the `ccl_ops` bench's GEMM part (`--only gemm`: the all-gather GEMM read in place and
 # copied ahead, the reductions, each against the unfused iris sequence, the GEMM alone
 # and between two barriers) at 4 ranks as threads, and at one rank per GPU when the
@@ -15,7 +16,7 @@
 # choice), SYNC `on` for a sync stream a rank (`--sync-stream on`). Default: default,off.
 #
 # The bundle, made here:
-#   scripts/device-bundle.sh --release bench:ccl_ops test:fused
+#   scripts/device-bundle.sh --release bench:ccl_ops test:fused test:sync_stream
 # and carried (.device-bundle in the call's carry). OUT, when set, gets the logs and the
 # table (fused-gemm.txt).
 set -uo pipefail
@@ -28,6 +29,8 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 echo "== $gpus GPU(s); bundle: $(sed -n 2p "$bundle/MANIFEST" 2>/dev/null)" | tee -a "$table"
 tests="$bundle/test-iris-fused"
 [[ -x $tests ]] && repeat test-iris-fused "$runs" 600 "$tests" --test-threads=1
+sync_tests="$bundle/test-iris-sync_stream"
+[[ -x $sync_tests ]] && repeat test-iris-sync_stream "$runs" 120 "$sync_tests" --test-threads=1
 bench="$bundle/bench-iris-ccl_ops"
 [[ -x $bench ]] || { echo "fused-gemm-device: no ccl_ops bench in $bundle" >&2; exit 2; }
 ranks=(4)
