@@ -273,4 +273,32 @@ mod tests {
         assert_eq!(cpu_shared_bytes(&arrays).unwrap(), 32);
         assert_eq!(shared::cpu_layout(&arrays).unwrap().0, vec![0, 16]);
     }
+
+    /// A small array declared before large ones (a kernel's one status word, then its
+    /// warpgroup tiles) does not move them off 1024-byte boundaries: large arrays go first.
+    #[test]
+    fn shared_layout_keeps_large_arrays_on_1024_byte_boundaries() {
+        let array = |elem: Scalar, len: u64| SharedArray {
+            elem: Type::Scalar(elem),
+            len,
+        };
+        let arrays = [
+            array(Scalar::U32, 1),
+            array(Scalar::U16, 32768),
+            array(Scalar::U16, 65536),
+            array(Scalar::U8, 3),
+            array(Scalar::U8, 1500),
+            array(Scalar::F64, 2),
+        ];
+        let (offsets, total) = shared::cpu_layout(&arrays).unwrap();
+        // The large ones in order from 0 (64 KiB, 128 KiB, 1500 bytes: ending at 198108),
+        // then the small ones in order, each on the next multiple of 16.
+        assert_eq!(offsets, vec![198112, 0, 65536, 198128, 196608, 198144]);
+        assert_eq!(total, 198160);
+        for (i, a) in arrays.iter().enumerate() {
+            if u64::from(a.elem.size().unwrap()) * a.len >= 1024 {
+                assert_eq!(offsets[i] % 1024, 0, "array {i} at {}", offsets[i]);
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
-//! Block-shared arrays (`shared_array::<T, N>()`): address-space-3 globals on GPUs, slices
-//! of the launch context's `shared` block on the CPU (each array 16-byte aligned, in the
-//! function's order).
+//! Block-shared arrays (`shared_array::<T, N>()`): address-space-3 globals on GPUs (or
+//! slices of the launch's dynamic block, past 48 KiB), slices of the launch context's
+//! `shared` block on the CPU (both blocks laid out by [`cpu_layout`]).
 
 use super::super::super::kernel_ir::Intrinsic;
 use super::super::super::kernel_ir::SharedArray;
@@ -21,18 +21,38 @@ pub const SHARED_ALIGN: u64 = 16;
 /// 128-byte-swizzled warpgroup tile needs (see `warpgroup.rs`).
 pub(super) const NVPTX_SHARED_ALIGN: u64 = 1024;
 
-/// The byte offset of each of `arrays` in the CPU shared block, and the total size.
+/// Arrays of at least this many bytes start on a multiple of it in a shared block: the
+/// alignment of NVIDIA's static shared arrays, what a 128-byte-swizzled warpgroup tile
+/// needs (see `warpgroup.rs`).
+const LARGE_ARRAY: u64 = NVPTX_SHARED_ALIGN;
+
+/// The byte offset of each of `arrays` in a shared block laid out by the compiler (the
+/// CPU's block, and a GPU launch's dynamic block), and the total size: arrays of
+/// [`LARGE_ARRAY`] bytes or more first, in their order, each on a multiple of it, then the
+/// others in theirs, each on a multiple of [`SHARED_ALIGN`]. So a small array declared
+/// before the tiles does not move them off the 1024-byte boundary a warpgroup tile needs
+/// (and large arrays, usually whole kilobytes, need no padding between them).
 pub(super) fn cpu_layout(arrays: &[SharedArray]) -> Result<(Vec<u64>, u64), String> {
-    let mut offsets = Vec::with_capacity(arrays.len());
-    let mut end = 0u64;
+    let mut sizes = Vec::with_capacity(arrays.len());
     for a in arrays {
         let size = a
             .elem
             .size()
             .ok_or_else(|| format!("shared array of `{}`", a.elem))?;
-        let start = end.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
-        offsets.push(start);
-        end = start + u64::from(size) * a.len;
+        sizes.push(u64::from(size) * a.len);
+    }
+    let mut offsets = vec![0u64; arrays.len()];
+    let mut end = 0u64;
+    for large in [true, false] {
+        for (i, &size) in sizes.iter().enumerate() {
+            if (size >= LARGE_ARRAY) != large {
+                continue;
+            }
+            let align = if large { LARGE_ARRAY } else { SHARED_ALIGN };
+            let start = end.div_ceil(align) * align;
+            offsets[i] = start;
+            end = start + size;
+        }
     }
     Ok((offsets, end))
 }
