@@ -14,6 +14,9 @@
 # VARIANTS: the bench at 4 ranks once for each CARVEOUT,SYNC listed, to compare them in
 # one call: CARVEOUT an IRIS_SHARED_CARVEOUT value (`default`: unset, the driver's
 # choice), SYNC `on` for a sync stream a rank (`--sync-stream on`). Default: default,off.
+# ROUNDS (default 1): the variants that many times over, in turn (the spread between
+# rounds is the noise). BASELINE: another bundle folder (an older commit's `ccl_ops`),
+# whose bench runs once a round beside the variants (as `baseline`).
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused test:sync_stream
@@ -35,22 +38,30 @@ bench="$bundle/bench-iris-ccl_ops"
 [[ -x $bench ]] || { echo "fused-gemm-device: no ccl_ops bench in $bundle" >&2; exit 2; }
 ranks=(4)
 ((gpus >= 2 && gpus != 4)) && ranks+=("$gpus")
-# ccl_ops --only gemm at RANKS with carveout CARVEOUT and sync streams SYNC (on/off).
+# BENCH's ccl_ops --only gemm at RANKS with carveout CARVEOUT and sync streams SYNC
+# (on/off), logged as NAME.
 gemm_bench() {
-    local r=$1 carveout=$2 sync=$3
-    local log="$logdir/fused-gemm-ccl_ops-$r-$carveout-$sync.log" env=(env -u IRIS_SHARED_CARVEOUT)
+    local bench=$1 name=$2 r=$3 carveout=$4 sync=$5
+    local log="$logdir/fused-gemm-ccl_ops-$r-${name//[^A-Za-z0-9_-]/_}.log" env=(env -u IRIS_SHARED_CARVEOUT)
     [[ $carveout != default ]] && env=(env IRIS_SHARED_CARVEOUT="$carveout")
     timeout 600 "${env[@]}" "$bench" --bench --ranks "$r" --iters 20 --only gemm \
         --sync-stream "$sync" >"$log" 2>&1
-    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), carveout $carveout, sync stream $sync: rc=$?" |
-        tee -a "$table"
+    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), $name: rc=$?" | tee -a "$table"
     grep -A 60 '^case' "$log" >>"$table"
 }
-for variant in ${VARIANTS:-default,off}; do
-    gemm_bench 4 "${variant%,*}" "${variant#*,}"
+for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
+    for variant in ${VARIANTS:-default,off}; do
+        gemm_bench "$bench" "round $round, carveout ${variant%,*}, sync stream ${variant#*,}" \
+            4 "${variant%,*}" "${variant#*,}"
+    done
+    if [[ -n ${BASELINE:-} ]]; then
+        gemm_bench "$root/$BASELINE/bench-iris-ccl_ops" \
+            "round $round, baseline $(sed -n 2p "$root/$BASELINE/MANIFEST" | grep -o 'from [^,]*')" \
+            4 default off
+    fi
 done
 for r in "${ranks[@]:1}"; do
-    gemm_bench "$r" default off
+    gemm_bench "$bench" "one rank a GPU" "$r" default off
 done
 
 # PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way: one GPU a process.
