@@ -449,6 +449,8 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
                                 "{name} {ty}: 64 single stores\n{body}"
                             );
                         }
+                        // Both tiles provably on 1024-byte boundaries: no check.
+                        assert!(!body.contains("trap"), "{name} {ty}: a check\n{body}");
                         for want in [
                             "wgmma.fence.sync.aligned",
                             "wgmma.commit_group.sync.aligned",
@@ -472,6 +474,39 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
             TargetKind::Cpu => {}
         }
     }
+}
+
+/// A tile at an offset the kernel's expressions cannot bound (a parameter): the swizzle
+/// needs 1024-byte alignment, so on sm_90a each `wgmma` first traps if a tile is off it.
+const UNPROVEN_TILE: &str = r#"
+pub fn unproven_tile(c: *mut f32, at: u32) {
+    let sa = shared_array::<bf16, 16384>();
+    let ta = unsafe { sa.add(at as usize) } as *const bf16;
+    let mut acc = wg_zero();
+    acc = wg_mma(ta, sa as *const bf16, 0, acc);
+    wg_commit();
+    acc = wg_wait(acc, 0);
+    wg_store(c, 128, acc);
+}
+"#;
+
+#[test]
+fn a_wgmma_whose_tiles_may_be_off_their_boundary_traps_if_they_are() {
+    let unit = unit_from_source("unproven_tile", UNPROVEN_TILE);
+    let Some(target) = buildable(&[Target::Sm90a]).into_iter().next() else {
+        eprintln!("skipped: this LLVM has no NVPTX target");
+        return;
+    };
+    let ptx = ptx(&compile(&unit, target));
+    let body = ptx_entry(&ptx, "unproven_tile", "sm_90a");
+    let (check, wgmma) = (
+        body.find("@off trap")
+            .unwrap_or_else(|| panic!("no check\n{body}")),
+        body.find("wgmma.mma_async")
+            .unwrap_or_else(|| panic!("no wgmma\n{body}")),
+    );
+    assert!(check < wgmma, "the check comes after the wgmma\n{body}");
+    assert!(body.contains("and.b32"), "no alignment test\n{body}");
 }
 
 /// Two warpgroup accumulators per thread (128 `f32`), computed without the matrix units on

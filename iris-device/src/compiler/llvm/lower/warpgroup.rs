@@ -18,7 +18,9 @@
 //!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
 //!   shared-memory descriptors: 128-byte swizzle, stride byte offset 1024 (between 8-row
 //!   groups), the start address moved by 32 bytes per k step (the hardware swizzles the
-//!   final address, so the tile must be 1024-byte aligned); neither transposed.
+//!   final address, so the tile must be 1024-byte aligned: where the kernel's own
+//!   expressions do not prove it, the `wgmma` traps on a tile off the boundary, which
+//!   the hardware would otherwise read wrong without a word); neither transposed.
 //!   `wg_commit` is `wgmma.commit_group`; `wg_wait(acc, n)` is `wgmma.wait_group n`, with
 //!   the accumulator tied through it so nothing reads it earlier. The fence is left out
 //!   of a `wg_mma` that directly follows another in the same block (nothing but address
@@ -69,12 +71,16 @@ impl FnBuilder<'_> {
         kstep: &Expr,
         acc: &Expr,
     ) -> Result<String, String> {
+        // The swizzle needs both tiles on 1024-byte boundaries: checked as the `wgmma`
+        // runs unless the kernel's own expressions prove it.
+        let check = self.arch().target == Target::Sm90a
+            && !(self.proves_shared_aligned(a, 1024) && self.proves_shared_aligned(b, 1024));
         let a = self.expr(a)?;
         let b = self.expr(b)?;
         let kc = self.expr(kstep)?;
         let acc = self.expr(acc)?;
         if self.arch().target == Target::Sm90a {
-            self.wgmma(elem, &a, &b, &kc, &acc)
+            self.wgmma(elem, &a, &b, &kc, &acc, check)
         } else {
             self.wg_mma_elements(elem, &a, &b, &kc, &acc)
         }
@@ -96,6 +102,21 @@ impl FnBuilder<'_> {
         self.def(&format!("or i64 {start}, {fields}"))
     }
 
+    /// The low ten bits of the shared addresses of the tiles at `a` and `b`, or-ed: 0
+    /// when both start on a 1024-byte boundary.
+    fn wg_misalignment(&mut self, a: &str, b: &str) -> String {
+        let mut bits = Vec::with_capacity(2);
+        for p in [a, b] {
+            let shared = self.shared_space_pointer(p);
+            bits.push(self.def(&format!("ptrtoint ptr addrspace(3) {shared} to i32")));
+        }
+        let both = self.def(&format!("or i32 {}, {}", bits[0], bits[1]));
+        self.def(&format!("and i32 {both}, 1023"))
+    }
+
+    /// `wgmma` of the tiles at `a` and `b`; with `check`, one that traps (the kernel
+    /// fails, named at the host's next wait) when a tile is off its 1024-byte boundary,
+    /// which the hardware would read wrong without a word.
     fn wgmma(
         &mut self,
         elem: Scalar,
@@ -103,7 +124,9 @@ impl FnBuilder<'_> {
         b: &str,
         kc: &str,
         acc: &str,
+        check: bool,
     ) -> Result<String, String> {
+        let misaligned = check.then(|| self.wg_misalignment(a, b));
         let da = self.wg_descriptor(a, kc);
         let db = self.wg_descriptor(b, kc);
         let ty = if elem == Scalar::BF16 { "bf16" } else { "f16" };
@@ -117,19 +140,32 @@ impl FnBuilder<'_> {
         } else {
             "wgmma.fence.sync.aligned; "
         };
+        let trap = if misaligned.is_some() {
+            format!(
+                ".reg .pred off; setp.ne.b32 off, ${}, 0; @off trap; ",
+                2 * n + 3
+            )
+        } else {
+            String::new()
+        };
         let text = format!(
-            "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; {fence}wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
+            "{{ .reg .pred p; {trap}setp.ne.b32 p, ${}, 0; {fence}wgmma.mma_async.sync.aligned.m64n128k16.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
             2 * n + 2,
             regs.join(", "),
             2 * n,
             2 * n + 1
         );
-        let extra = [
+        let mut extra = vec![
             format!("i64 {da}"),
             format!("i64 {db}"),
             "i32 1".to_string(),
         ];
-        let out = self.tied_asm(&text, acc, "l,l,r,", &extra)?;
+        let mut constraints = "l,l,r,".to_string();
+        if let Some(bits) = misaligned {
+            extra.push(format!("i32 {bits}"));
+            constraints.push_str("r,");
+        }
+        let out = self.tied_asm(&text, acc, &constraints, &extra)?;
         self.mark_wgmma_end();
         Ok(out)
     }
