@@ -616,7 +616,8 @@ pub enum MatmulReduceAlgo {
     /// the library's [`reduce_scatter`](super::reduce_scatter) (or
     /// [`all_reduce`](super::all_reduce), [`AllReduceAlgo::Auto`](super::AllReduceAlgo::Auto))
     /// adds them: the unfused sequence, which starts its GEMM before the last rank
-    /// arrives and waits at the collective.
+    /// arrives, with a one-block barrier between the two (so that no rank's collective
+    /// blocks wait on the device while another rank's GEMM still needs it).
     AfterGemm,
 }
 
@@ -749,6 +750,12 @@ fn reduced<T: MatmulElement>(
             world: world as u32,
         };
         launch_gemm(ccl, &b, rows, n, op)?;
+        // Every rank's GEMM ends before any collective block waits: the collective's
+        // blocks wait for the ranks' at its entry, several a rank, and spinning they can
+        // hold every multiprocessor, where a rank still in its GEMM (blocks that take a
+        // whole multiprocessor's shared memory) then never gets one (8 ranks on one H100:
+        // the collective's wait gave up). The one-block barrier holds one a rank.
+        ccl.barrier()?;
         return if everywhere {
             super::all_reduce(ccl, staging, c, super::ReduceOp::Sum, AllReduceAlgo::Auto)
         } else {

@@ -477,7 +477,8 @@ fn warpgroup_mma_is_wgmma_on_sm_90a_and_computed_elsewhere() {
 }
 
 /// A tile at an offset the kernel's expressions cannot bound (a parameter): the swizzle
-/// needs 1024-byte alignment, so on sm_90a each `wgmma` first traps if a tile is off it.
+/// needs 1024-byte alignment, so on sm_90a, in a unit built with peer checks, each
+/// `wgmma` first traps if a tile is off it; without peer checks nothing is added.
 const UNPROVEN_TILE: &str = r#"
 pub fn unproven_tile(c: *mut f32, at: u32) {
     let sa = shared_array::<bf16, 16384>();
@@ -491,12 +492,19 @@ pub fn unproven_tile(c: *mut f32, at: u32) {
 "#;
 
 #[test]
-fn a_wgmma_whose_tiles_may_be_off_their_boundary_traps_if_they_are() {
-    let unit = unit_from_source("unproven_tile", UNPROVEN_TILE);
+fn with_peer_checks_a_wgmma_whose_tiles_may_be_off_their_boundary_traps_if_they_are() {
+    let mut unit = unit_from_source("unproven_tile", UNPROVEN_TILE);
     let Some(target) = buildable(&[Target::Sm90a]).into_iter().next() else {
         eprintln!("skipped: this LLVM has no NVPTX target");
         return;
     };
+    let unchecked = ptx(&compile(&unit, target));
+    let body = ptx_entry(&unchecked, "unproven_tile", "sm_90a");
+    assert!(
+        !body.contains("trap"),
+        "a check without peer checks\n{body}"
+    );
+    unit.peer_checks = true;
     let ptx = ptx(&compile(&unit, target));
     let body = ptx_entry(&ptx, "unproven_tile", "sm_90a");
     let (check, wgmma) = (

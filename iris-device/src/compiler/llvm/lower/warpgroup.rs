@@ -18,9 +18,10 @@
 //!   `wgmma.mma_async.sync.aligned.m64n128k16.f32.{bf16,f16}` reading both tiles through
 //!   shared-memory descriptors: 128-byte swizzle, stride byte offset 1024 (between 8-row
 //!   groups), the start address moved by 32 bytes per k step (the hardware swizzles the
-//!   final address, so the tile must be 1024-byte aligned: where the kernel's own
-//!   expressions do not prove it, the `wgmma` traps on a tile off the boundary, which
-//!   the hardware would otherwise read wrong without a word); neither transposed.
+//!   final address, so the tile must be 1024-byte aligned: shared arrays of 1 KiB or
+//!   more are laid out so, and in a unit built with peer checks a `wgmma` whose tiles
+//!   the kernel's own expressions do not prove aligned traps on one off the boundary,
+//!   which the hardware would otherwise read wrong without a word); neither transposed.
 //!   `wg_commit` is `wgmma.commit_group`; `wg_wait(acc, n)` is `wgmma.wait_group n`, with
 //!   the accumulator tied through it so nothing reads it earlier. The fence is left out
 //!   of a `wg_mma` that directly follows another in the same block (nothing but address
@@ -71,9 +72,12 @@ impl FnBuilder<'_> {
         kstep: &Expr,
         acc: &Expr,
     ) -> Result<String, String> {
-        // The swizzle needs both tiles on 1024-byte boundaries: checked as the `wgmma`
-        // runs unless the kernel's own expressions prove it.
+        // The swizzle needs both tiles on 1024-byte boundaries: in a unit built with peer
+        // checks, checked as the `wgmma` runs unless the kernel's own expressions prove it
+        // (not always: two instructions before each `wgmma` made the GEMMs' main loop 25%
+        // slower on an H100).
         let check = self.arch().target == Target::Sm90a
+            && self.m.peer_checks
             && !(self.proves_shared_aligned(a, 1024) && self.proves_shared_aligned(b, 1024));
         let a = self.expr(a)?;
         let b = self.expr(b)?;
