@@ -163,6 +163,8 @@ impl World {
     /// then behind the other ranks' GEMM blocks). Each rank then takes two of the
     /// process's hardware queues on its device (`Ccl::new` counts them); the CPU backend
     /// runs the same order with a second stream thread. See [`Iris::fork_sync_stream`].
+    /// Measured on an H100 (4 ranks on the one GPU), it made the fused GEMMs slower, not
+    /// faster (docs/performance.md): off unless asked for.
     pub fn sync_stream(mut self, on: bool) -> Self {
         self.sync_stream = on;
         self
