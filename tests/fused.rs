@@ -423,7 +423,10 @@ fn fused_matmuls_with_a_sync_stream_match_the_host() {
     }
 }
 
-#[iris::kernels]
+#[path = "common/spin.rs"]
+mod spin;
+
+#[iris::kernels(uses(crate::spin::rounds))]
 mod late {
     use iris::prelude::*;
 
@@ -432,19 +435,9 @@ mod late {
     #[kernel]
     pub fn slow_copy(dst: *mut bf16, src: *const bf16, n: u32, spins: u32) {
         let t = thread_idx_x();
-        if t == 0 {
-            let mut acc = spins | 1;
-            let mut i = 0u32;
-            while i < spins {
-                acc ^= acc << 13;
-                acc ^= acc >> 17;
-                acc ^= acc << 5;
-                i += 1;
-            }
-            // Never 0 (a xorshift of a non-zero word): the loop stays.
-            if acc == 0 {
-                unsafe { *dst = *src };
-            }
+        // Never 0: the test keeps the loop.
+        if t == 0 && spin(spins, spins) == 0 {
+            unsafe { *dst = *src };
         }
         sync_threads();
         let mut i = t;

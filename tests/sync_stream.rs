@@ -9,7 +9,10 @@ mod common;
 use common::backends;
 use iris::World;
 
-#[iris::kernels]
+#[path = "common/spin.rs"]
+mod spin;
+
+#[iris::kernels(uses(crate::spin::rounds))]
 mod order {
     use iris::prelude::*;
 
@@ -20,16 +23,8 @@ mod order {
     }
 
     fn spin_then_store(x: *mut u32, value: u32, spins: u32) {
-        let mut acc = value | 1;
-        let mut i = 0u32;
-        while i < spins {
-            acc ^= acc << 13;
-            acc ^= acc >> 17;
-            acc ^= acc << 5;
-            i += 1;
-        }
-        // `acc` is never 0 (a xorshift of a non-zero word): the store keeps the loop.
-        if thread_idx_x() == 0 && acc != 0 {
+        // Never 0: the store keeps the loop.
+        if thread_idx_x() == 0 && spin(value, spins) != 0 {
             unsafe { *x = value };
         }
     }
