@@ -30,10 +30,19 @@ checks_begin "${BASH_SOURCE[0]}" fused-gemm "$@"
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 echo "== $gpus GPU(s); bundle: $(sed -n 2p "$bundle/MANIFEST" 2>/dev/null)" | tee -a "$table"
+# Keeps the last log of NAME's runs (the failure, if one failed): a call brings back a
+# limited number of files.
+keep_last_log() {
+    local logs
+    mapfile -t logs < <(ls -v "$logdir/$log_prefix-$1-"*.log 2>/dev/null)
+    ((${#logs[@]} > 1)) && rm -f "${logs[@]:0:${#logs[@]}-1}"
+}
 tests="$bundle/test-iris-fused"
 [[ -x $tests ]] && repeat test-iris-fused "$runs" 600 "$tests" --test-threads=1
+keep_last_log test_iris_fused
 sync_tests="$bundle/test-iris-sync_stream"
 [[ -x $sync_tests ]] && repeat test-iris-sync_stream "$runs" 120 "$sync_tests" --test-threads=1
+keep_last_log test_iris_sync_stream
 bench="$bundle/bench-iris-ccl_ops"
 [[ -x $bench ]] || { echo "fused-gemm-device: no ccl_ops bench in $bundle" >&2; exit 2; }
 ranks=(4)
@@ -46,8 +55,11 @@ gemm_bench() {
     [[ $carveout != default ]] && env=(env IRIS_SHARED_CARVEOUT="$carveout")
     timeout 600 "${env[@]}" "$bench" --bench --ranks "$r" --iters 20 --only gemm \
         --sync-stream "$sync" >"$log" 2>&1
-    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), $name: rc=$?" | tee -a "$table"
+    local rc=$?
+    echo "ccl_ops --only gemm, $r ranks on $gpus GPU(s), $name: rc=$rc" | tee -a "$table"
     grep -A 60 '^case' "$log" >>"$table"
+    # The table has its rows: keep the log only of a run that failed.
+    ((rc == 0)) && rm -f "$log"
 }
 for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
     for variant in ${VARIANTS:-default,off}; do
