@@ -508,6 +508,15 @@ fn send_and_recv_around_a_ring_every_type() {
     });
 }
 
+/// Two ranks of `backend` whose waits give up after 2 s, for the point-to-point tests of
+/// a side that never comes.
+fn two_ranks_giving_up_in_2s(backend: iris::BackendKind) -> World {
+    World::threads(2)
+        .backend(backend)
+        .heap_bytes(1 << 20)
+        .timeout(std::time::Duration::from_secs(2))
+}
+
 /// A `recv` whose `send` never comes gives up at the world's wait limit and is an error
 /// at the next synchronization, naming the signal wait; a send to itself is refused.
 #[test]
@@ -515,10 +524,7 @@ fn a_recv_without_its_send_is_an_error_not_a_hang() {
     let _one = one_world_at_a_time();
     for backend in backends() {
         let start = std::time::Instant::now();
-        let results = World::threads(2)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .timeout(std::time::Duration::from_secs(2))
+        let results = two_ranks_giving_up_in_2s(backend)
             .run(|iris| {
                 let ccl = Ccl::new(iris)?;
                 let dst = iris.symmetric_zeros::<u32>(16)?;
@@ -551,10 +557,7 @@ fn a_send_without_its_recv_is_an_error_and_writes_nothing() {
     let _one = one_world_at_a_time();
     for backend in backends() {
         SENT.store(false, Ordering::SeqCst);
-        let results = World::threads(2)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .timeout(std::time::Duration::from_secs(2))
+        let results = two_ranks_giving_up_in_2s(backend)
             .run(|iris| {
                 let ccl = Ccl::new(iris)?;
                 let src = iris.symmetric_full(4096, 1u32)?;

@@ -23,9 +23,9 @@
 //! storing `e` into word `260 + slot * world + me` of every rank's copy (`Relaxed`,
 //! `System`: one fence for all the stores, not one each), and waits by polling
 //! its own copy's row for `slot` (`Relaxed`, `System`) until every peer's word is at least
-//! `e`, then one `Acquire`/`System` fence. Epochs only grow, and a rank cannot pass epoch `e + 1` before every peer arrived at
-//! `e`, so a word never skips an epoch another rank still waits for. Waiting polls local
-//! memory only: the peers push.
+//! `e`, then one `Acquire`/`System` fence. Epochs only grow, and a rank cannot pass epoch
+//! `e + 1` before every peer arrived at `e`, so a word never skips an epoch another rank
+//! still waits for. Waiting polls local memory only: the peers push.
 //!
 //! A wait also gives up as soon as the world aborts (`world_aborted`: a rank failed).
 //!

@@ -94,6 +94,15 @@ impl<A: GpuApi> GpuDevice<A> {
         Ok(staging)
     }
 
+    /// A new stream (`urgent`: of the device's greatest priority), used once
+    /// ([`first_submission`](Self::first_submission)).
+    fn used_stream(&self, urgent: bool) -> Result<Box<dyn Stream>> {
+        let stream = GpuStream::<A>::new(self.ctx.clone(), urgent)?;
+        let staging = self.staging()?;
+        Self::first_submission(&stream, staging.scratch)?;
+        Ok(Box::new(stream))
+    }
+
     /// Makes `stream`'s first submission (a copy of 8 bytes to `scratch`) and waits for it.
     ///
     /// Measured on CUDA 13 (H200): the first submission to a new stream, made while a
@@ -348,17 +357,11 @@ impl<A: GpuApi> Device for GpuDevice<A> {
     }
 
     fn create_stream(&self) -> Result<Box<dyn Stream>> {
-        let stream = GpuStream::<A>::new(self.ctx.clone(), false)?;
-        let staging = self.staging()?;
-        Self::first_submission(&stream, staging.scratch)?;
-        Ok(Box::new(stream))
+        self.used_stream(false)
     }
 
     fn create_urgent_stream(&self) -> Result<Box<dyn Stream>> {
-        let stream = GpuStream::<A>::new(self.ctx.clone(), true)?;
-        let staging = self.staging()?;
-        Self::first_submission(&stream, staging.scratch)?;
-        Ok(Box::new(stream))
+        self.used_stream(true)
     }
 
     unsafe fn wrap_stream(&self, raw: *mut std::ffi::c_void) -> Result<Box<dyn Stream>> {
