@@ -16,7 +16,10 @@
 # choice), SYNC `on` for a sync stream a rank (`--sync-stream on`). Default: default,off.
 # ROUNDS (default 1): the variants that many times over, in turn (the spread between
 # rounds is the noise). BASELINE: another bundle folder (an older commit's `ccl_ops`),
-# whose bench runs once a round beside the variants (as `baseline`).
+# whose bench runs once a round beside the variants (as `baseline`). TRACE (a list of
+# `on`/`off`): the all-gather GEMM traced (IRIS_TRACE, 4096 x 4096 x 4096 a rank with
+# Bᵀ) once for each sync-stream setting listed, each rank's kernels' median times in the
+# table (scripts/lib/kernel_timeline.py; the trace itself is not kept).
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused test:sync_stream
@@ -71,6 +74,14 @@ for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
             "round $round, baseline $(sed -n 2p "$root/$BASELINE/MANIFEST" | grep -o 'from [^,]*')" \
             4 default off
     fi
+done
+for sync in ${TRACE:-}; do
+    trace="$logdir/trace-$sync"
+    IRIS_TRACE="$trace" timeout 300 "$bench" --bench --ranks 4 --iters 20 --only gemm \
+        --gemm 1024x4096x4096 --sync-stream "$sync" >"$trace.log" 2>&1
+    echo "traced, sync stream $sync: rc=$?" | tee -a "$table"
+    python3 "$root/scripts/lib/kernel_timeline.py" "$trace/trace.json" all_gather_matmul \
+        >>"$table" 2>&1 && rm -rf "$trace" "$trace.log"
 done
 for r in "${ranks[@]:1}"; do
     gemm_bench "$bench" "one rank a GPU" "$r" default off

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Each rank's kernels inside the calls of one traced operation (an IRIS_TRACE trace.json):
+for every kernel of every rank, the median start and end over the calls, in microseconds
+from the call's first kernel on any rank. What docs/performance.md's timelines are.
+
+Usage: kernel_timeline.py TRACE.json [CALL_NAME_PART] (default: all_gather_matmul)
+"""
+import collections
+import json
+import statistics
+import sys
+
+
+def main():
+    trace = json.load(open(sys.argv[1]))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    want = sys.argv[2] if len(sys.argv) > 2 else "all_gather_matmul"
+    calls = collections.defaultdict(list)  # rank -> [(start, end)]
+    kernels = collections.defaultdict(list)  # rank -> [(start, end, name)]
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        start = float(e["ts"])
+        end = start + float(e["dur"])
+        if e.get("cat") == "call" and e.get("tid") == 1 and want in e["name"]:
+            calls[e["pid"]].append((start, end))
+        elif e.get("cat") == "kernel":
+            kernels[e["pid"]].append((start, end, e["name"]))
+    ranks = sorted(calls)
+    if not ranks:
+        sys.exit(f"kernel_timeline: no call named like {want!r} in {sys.argv[1]}")
+    # Calls by their kernels (one bench runs several forms of a call): a timeline each.
+    forms = collections.defaultdict(lambda: (collections.defaultdict(list), []))
+    for i in range(min(len(calls[r]) for r in ranks)):
+        t0 = min(calls[r][i][0] for r in ranks)
+        inside = {}
+        for r in ranks:
+            s, e = calls[r][i]
+            inside[r] = sorted(k for k in kernels[r] if k[0] >= s - 1 and k[1] <= e + 1)
+        form = tuple(sorted({k[2] for ks in inside.values() for k in ks}))
+        rows, totals = forms[form]
+        totals.append(max(calls[r][i][1] for r in ranks) - t0)
+        for r in ranks:
+            seen = collections.Counter()
+            for ks, ke, name in inside[r]:
+                seen[name] += 1
+                rows[(r, f"{name}#{seen[name]}")].append((ks - t0, ke - t0))
+    for form, (rows, totals) in forms.items():
+        print(f"{want} ({', '.join(form)}): ranks {ranks}, {len(totals)} calls, "
+              f"call median {statistics.median(totals):.1f} us")
+        by_start = sorted(rows.items(), key=lambda kv: (kv[0][0], statistics.median(x[0] for x in kv[1])))
+        for (r, name), v in by_start:
+            start = statistics.median(x[0] for x in v)
+            end = statistics.median(x[1] for x in v)
+            print(f"  rank {r} {name[:36]:<36} {start:9.1f} - {end:9.1f}")
+
+if __name__ == "__main__":
+    main()
