@@ -16,7 +16,8 @@
 //!   bf16, 4096 x 4096 x 4096 a rank) against the collective then (or after) the same GEMM
 //!   kernel, the faster algorithm of the collective, and the GEMM alone (the compute with
 //!   no communication, its ceiling here); each form of the fused call (the all-gather
-//!   GEMM's in place and copied ahead, the reductions' into owners and after the GEMM);
+//!   GEMM's in place, from snapshots and copied ahead, the reductions' into owners and
+//!   after the GEMM);
 //!   with B as `k x n` (`staged_128`) and transposed (`warpgroup_256`, Hopper's `wgmma`).
 //!
 //! The ceiling is a device-to-device copy of the bytes each operation reads and writes on
@@ -568,10 +569,11 @@ fn gemm_rows(
             gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
         })?);
     }
-    // Both ways of bringing A's rows (`Auto` takes in place where the ranks share a
+    // Each way of bringing A's rows (`Auto` takes in place where the ranks share a
     // device, copied ahead across devices).
     for (algo, how) in [
         (ccl::AllGatherMatmulAlgo::InPlace, "in place"),
+        (ccl::AllGatherMatmulAlgo::Snapshot, "from snapshots"),
         (ccl::AllGatherMatmulAlgo::CopyAhead, "copied ahead"),
     ] {
         let fused = time(iris, iters, || {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The fused GEMMs on the GPU machine in one call: tests/fused.rs and tests/sync_stream.rs
-# RUNS times in a row each, then
-# the `ccl_ops` bench's GEMM part (`--only gemm`: the all-gather GEMM read in place and
-# copied ahead, the reductions, each against the unfused iris sequence, the GEMM alone
-# and between two barriers) at 4 ranks as threads, and at one rank per GPU when the
-# machine has 2 or more (rank r on GPU r % count: on a 4-GPU machine the 4 ranks are on
-# separate GPUs, over NVLink); there also PyTorch's fused GEMMs (symmetric memory) and
-# NCCL's unfused way (benches/reference/fused_gemm_torch.py under torchrun). A table
-# last. What docs/performance.md's fused-GEMM sections record.
+# RUNS times in a row each, then the `ccl_ops` bench's GEMM part (`--only gemm`: the
+# all-gather GEMM read in place, from snapshots and copied ahead, the reductions, each
+# against the unfused iris sequence, the GEMM alone and between two barriers) at 4 ranks
+# as threads, and at one rank per GPU when the machine has 2 or more (rank r on GPU
+# r % count: on a 4-GPU machine the 4 ranks are on separate GPUs, over NVLink); there
+# also PyTorch's fused GEMMs (symmetric memory) and NCCL's unfused way
+# (benches/reference/fused_gemm_torch.py under torchrun). A table last. What
+# docs/performance.md's fused-GEMM sections record.
 #
 # Usage (GPU machine, repository root):
 #   [VARIANTS="default,off max,off default,on max,on"] bash scripts/fused-gemm-device.sh [-n RUNS]

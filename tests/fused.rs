@@ -249,16 +249,23 @@ fn matmuls_in(
     };
 
     // all_gather_matmul: every rank's rows, times this rank's own B; the rows read in
-    // place, and copied ahead (twice: the task counter and the flags carry over; then,
-    // up to 4 ranks, two block rows a rank with three k steps: the copy's vector loop
-    // and its remainder). (algo, m, k, calls)
+    // place, copied ahead (twice: the task counter and the flags carry over; then, up to
+    // 4 ranks, two block rows a rank with three k steps: the copy's vector loop and its
+    // remainder), and from snapshots (three calls: both halves and the first again;
+    // then a larger A, which grows the workspace). (algo, m, k, calls)
     let mut gathers = vec![(AllGatherMatmulAlgo::Auto, m, k, 2)];
     if every_form {
         gathers.push((AllGatherMatmulAlgo::InPlace, m, k, 1));
         gathers.push((AllGatherMatmulAlgo::CopyAhead, m, k, 2));
     }
+    if every_form {
+        // Three calls: both halves of the snapshot workspace, then the first again.
+        gathers.push((AllGatherMatmulAlgo::Snapshot, m, k, 3));
+    }
     if every_form && world <= 4 {
         gathers.push((AllGatherMatmulAlgo::CopyAhead, 2 * m, k + 64, 1));
+        // A larger A: the workspace grows (after a barrier).
+        gathers.push((AllGatherMatmulAlgo::Snapshot, 2 * m, k + 64, 2));
     }
     for (algo, m, k, calls) in gathers {
         let a_rows: Vec<Vec<f32>> = (0..world).map(|r| matrix(10 + r as u64, m * k)).collect();
@@ -503,6 +510,80 @@ fn a_fused_gemm_waits_for_a_peer_still_writing_its_rows() {
                 assert!(
                     wrong.is_empty(),
                     "{backend} at {world} ranks, sync stream {sync}: C differs from the host's on ranks {wrong:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A rank may rewrite its A as soon as a snapshot all-gather GEMM is done on its own
+/// stream, though a peer still reads its rows: the last rank starts late (a slow kernel
+/// queued before the call) and has a B eight times as wide (each step eight times the
+/// tiles), so rank `W - 2` (whose rows the last rank reads last) finishes long before
+/// the last rank gets to its rows, and then overwrites its A with zeros, no barrier
+/// between. Every C must match the host's product of the A from before. With `InPlace`
+/// (a barrier ends the call) the same program is right too; read in place without that
+/// barrier, the last rank reads the zeros. At 2 and 4 ranks.
+#[test]
+fn a_rank_may_rewrite_its_a_once_its_snapshot_gemm_is_done() {
+    const SPINS: u32 = 20_000_000;
+    const WIDER: usize = 8;
+    for backend in common::backends() {
+        let gpu = backend != iris::BackendKind::Cpu;
+        let (m, n, k) = if gpu { (1024, 512, 64) } else { (128, 256, 64) };
+        for world in [2usize, 4] {
+            for algo in [AllGatherMatmulAlgo::Snapshot, AllGatherMatmulAlgo::InPlace] {
+                let results = World::threads(world)
+                    .backend(backend)
+                    .heap_bytes(if gpu { 256 << 20 } else { 8 << 20 })
+                    .run(|iris| {
+                        let me = iris.rank();
+                        let (late, rewriter) = (world - 1, world - 2);
+                        let ccl = Ccl::new(iris)?;
+                        // Symmetric allocations are the same size on every rank: both
+                        // Cs on each, the late rank's the wide one.
+                        let narrow = iris.symmetric_full(world * m * n, f32::NAN)?;
+                        let wide = iris.symmetric_full(world * m * WIDER * n, f32::NAN)?;
+                        let (c, n) = if me == late {
+                            (&wide, WIDER * n)
+                        } else {
+                            (&narrow, n)
+                        };
+                        let rows = |r: usize| -> Vec<f32> {
+                            (0..m * k).map(|i| quarter(40 + r as u64, i)).collect()
+                        };
+                        let b_host: Vec<f32> = (0..k * n).map(|i| quarter(400, i)).collect();
+                        let to_bf16 = |v: &[f32]| -> Vec<bf16> {
+                            v.iter().map(|&x| bf16::from_f32(x)).collect()
+                        };
+                        let a = iris.symmetric_from_slice(&to_bf16(&rows(me)))?;
+                        let zeros = iris.zeros::<bf16>(m * k)?;
+                        let b = iris.from_slice(&to_bf16(&transpose(&b_host, k, n)))?;
+                        let scratch = iris.zeros::<bf16>(1)?;
+                        iris.barrier()?;
+                        if me == late {
+                            late::slow_copy::launch(iris, (1, 256), &scratch, &zeros, 1, SPINS)?;
+                        }
+                        ccl::all_gather_matmul_with(&ccl, &a, layout_of(&b, true), c, k, algo)?;
+                        if me == rewriter {
+                            late::slow_copy::launch(
+                                iris,
+                                (1, 256),
+                                &a.local_ptr(),
+                                &zeros,
+                                (m * k) as u32,
+                                0,
+                            )?;
+                        }
+                        ccl.synchronize()?;
+                        let all: Vec<f32> = (0..world).flat_map(rows).collect();
+                        Ok(c.to_vec()? == host_gemm(&all, &b_host, world * m, n, k))
+                    })
+                    .unwrap_or_else(|e| panic!("{backend} at {world} ranks, {algo:?}: {e}"));
+                let wrong: Vec<usize> = (0..world).filter(|&r| !results[r]).collect();
+                assert!(
+                    wrong.is_empty(),
+                    "{backend} at {world} ranks, {algo:?}: C differs from the host's on ranks {wrong:?}"
                 );
             }
         }

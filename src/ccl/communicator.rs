@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::autotune::{Tuner, Tuning};
 use super::element::{self, CclElement, KernelCall, KernelId};
-use super::matmul_workspace::{AheadCell, AheadSlot};
+use super::matmul_workspace::{AheadCell, AheadSlot, SnapshotCell, SnapshotSlot};
 use super::residency::{self, Sharing};
 use super::signals;
 use crate::abi::KernelUnit;
@@ -31,7 +31,11 @@ const PREFERRED_BLOCKS_PER_MULTIPROCESSOR: u64 = 2;
 /// Create it collectively ([`Ccl::new`] on every rank, in the same order as other
 /// symmetric allocations) and keep it for many collectives: creating one allocates
 /// symmetric memory and exchanges a few words between the ranks on the host; a collective
-/// afterwards is a single launch with no host round trip.
+/// afterwards is a single launch with no host round trip. Dropping it is collective only
+/// after an all-gather GEMM from snapshots
+/// ([`AllGatherMatmulAlgo::Snapshot`](super::AllGatherMatmulAlgo::Snapshot)) with no
+/// barrier since: the drop then runs a barrier, so that no peer still reads the copy it
+/// frees.
 pub struct Ccl<'ctx> {
     iris: &'ctx Iris,
     signals: SymmetricBuffer<'ctx, u64>,
@@ -55,6 +59,9 @@ pub struct Ccl<'ctx> {
     /// The copy-ahead all-gather GEMM's workspace, made by its first call (see
     /// `matmul.rs`).
     gather_ahead: Box<dyn AheadSlot + 'ctx>,
+    /// The snapshot all-gather GEMM's copies of A, made by its first call (see
+    /// `matmul.rs`).
+    snapshot: Box<dyn SnapshotSlot + 'ctx>,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -165,6 +172,7 @@ impl<'ctx> Ccl<'ctx> {
             messages: Cell::new(vec![[0; 2]; world]),
             tuner: Tuner::from_env(),
             gather_ahead: Box::new(AheadCell::new(iris)),
+            snapshot: Box::new(SnapshotCell::new(iris)),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;
@@ -363,7 +371,10 @@ impl<'ctx> Ccl<'ctx> {
             self.rank() as u32,
             self.world_size() as u32,
             self.wait_limit_ns(),
-        )
+        )?;
+        // Every peer's earlier reads of this rank's snapshot end before it.
+        self.snapshot.set_pending(false);
+        Ok(())
     }
 
     /// The first half of a split [`barrier`](Ccl::barrier): this rank arrives without
@@ -465,6 +476,11 @@ impl<'ctx> Ccl<'ctx> {
         &*self.gather_ahead
     }
 
+    /// The snapshot all-gather GEMM's workspace.
+    pub(super) fn snapshot(&self) -> &dyn SnapshotSlot {
+        &*self.snapshot
+    }
+
     /// Ranks of the world on this rank's device.
     pub(super) fn ranks_on_device(&self) -> usize {
         self.sharing.device
@@ -532,5 +548,25 @@ impl std::fmt::Debug for Ccl<'_> {
             .field("block_threads", &self.block_threads)
             .field("wait_limit", &self.wait_limit)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Ccl<'_> {
+    /// After an all-gather GEMM that read snapshots ([`AllGatherMatmulAlgo::Snapshot`](
+    /// super::AllGatherMatmulAlgo::Snapshot)) with no barrier since, a peer may still be
+    /// reading this rank's snapshot: a barrier first (collective, as dropping every
+    /// rank's communicator at the same point is), and where it fails the snapshot is
+    /// never freed rather than freed under a peer's reads.
+    fn drop(&mut self) {
+        if self.snapshot.pending() {
+            if let Err(err) = self.barrier().and_then(|()| self.synchronize()) {
+                tracing::warn!(
+                    rank = self.rank(),
+                    %err,
+                    "a communicator dropped after an all-gather GEMM: its snapshot of A is not freed"
+                );
+                self.snapshot.leak();
+            }
+        }
     }
 }

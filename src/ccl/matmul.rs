@@ -73,9 +73,21 @@ pub(crate) mod kernels {
             i += stride;
         }
     }
+
+    /// `dst[i] = src[i]` for `i < count` (16-byte vectors): a rank's A into its snapshot.
+    #[kernel]
+    pub fn copy_vectors(dst: *mut u32x4, src: *const u32x4, count: u32) {
+        let stride = grid_dim_x() * block_dim_x();
+        let mut i = block_idx_x() * block_dim_x() + thread_idx_x();
+        while i < count {
+            unsafe { *dst.add(i as usize) = *src.add(i as usize) };
+            i += stride;
+        }
+    }
 }
 
 use super::gemm_kernels::{ahead, staged_kernels, warpgroup_kernels};
+use super::matmul_workspace::{SnapshotSlot, WithHalf};
 use super::{check_len, AllReduceAlgo, Ccl, LocalArray};
 use crate::prelude::{bf16, f16};
 use crate::{DevicePtr, Error, Iris, LaunchConfig, Pod, Result, SymmetricBuffer};
@@ -142,11 +154,32 @@ pub trait MatmulElement: Pod + sealed::Sealed {
     fn launch_fused(iris: &Iris, launch: &FusedLaunch<'_, '_, Self>) -> Result<()>
     where
         Self: Sized;
+
+    /// Calls `f` with this call's half of the communicator's snapshot workspace for this
+    /// type (see [`AllGatherMatmulAlgo::Snapshot`]).
+    #[doc(hidden)]
+    fn with_snapshot(
+        slot: &dyn SnapshotSlot,
+        len: usize,
+        before_freeing: &dyn Fn() -> Result<()>,
+        f: &mut WithHalf<'_, Self>,
+    ) -> Result<()>
+    where
+        Self: Sized;
 }
 
 macro_rules! matmul_element {
-    ($t:ty) => {
+    ($t:ty, $with:ident) => {
         impl MatmulElement for $t {
+            fn with_snapshot(
+                slot: &dyn SnapshotSlot,
+                len: usize,
+                before_freeing: &dyn Fn() -> Result<()>,
+                f: &mut WithHalf<'_, Self>,
+            ) -> Result<()> {
+                slot.$with(len, before_freeing, f)
+            }
+
             fn launch_fused(iris: &Iris, l: &FusedLaunch<'_, '_, Self>) -> Result<()> {
                 let (config, b) = (l.config, &l.b);
                 // Each fused form in the `staged_128` kernel (B) or the wide one (Bᵀ).
@@ -238,8 +271,8 @@ macro_rules! matmul_element {
         }
     };
 }
-matmul_element!(bf16);
-matmul_element!(f16);
+matmul_element!(bf16, with_bf16);
+matmul_element!(f16, with_f16);
 
 /// One launch of a fused GEMM: B (`k x n`, or `n x k` for the `wide` kernel) and what
 /// the kernel does with A and C.
@@ -462,6 +495,15 @@ pub enum AllGatherMatmulAlgo {
     /// separate devices. The communicator keeps the gathered A (`W·m·k` elements) and
     /// `W·m/128 + 1` words for later calls.
     CopyAhead,
+    /// Each rank first copies its A into the communicator's workspace (a snapshot: one
+    /// of two symmetric copies, taken by turns), and the peers read it there in place;
+    /// so no barrier ends the call: a rank may rewrite or free its A once the call is
+    /// done on its own stream, and leaves the call without waiting for the last rank's
+    /// GEMM. The copy is one pass over A; the communicator keeps `2·m·k` elements for
+    /// later calls, and dropping it after such a call, with no barrier since, is
+    /// collective (a barrier, so that no peer still reads the snapshot it frees). For
+    /// ranks that share a device.
+    Snapshot,
 }
 
 /// All-gather then GEMM, fused: `c` (`W·m x n`, `f32`) = every rank's `a` (`m x k`, this
@@ -471,8 +513,9 @@ pub enum AllGatherMatmulAlgo {
 /// The GEMM over this rank's own rows first, then a wait until every rank's A is written
 /// (this rank arrived before its own rows, so their GEMM fills the time in which the last
 /// rank arrives), then the GEMM over the other ranks' rows, then a device barrier (no
-/// rank rewrites its A while a peer reads it). Where the own rows of the ranks on a
-/// device are less than a wave of tiles, a barrier comes first and the rows follow
+/// rank rewrites its A while a peer reads it; [`AllGatherMatmulAlgo::Snapshot`] has the
+/// peers read a copy instead, and ends without one). Where the own rows of the ranks on
+/// a device are less than a wave of tiles, a barrier comes first and the rows follow
 /// without a break. How the peers' rows of A reach the GEMM is
 /// [`AllGatherMatmulAlgo::Auto`]'s choice (read in place where the ranks share a device,
 /// copied ahead across devices; [`all_gather_matmul_with`] chooses).
@@ -516,7 +559,7 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     }
     let ahead = match algo {
         AllGatherMatmulAlgo::Auto => ccl.ranks_on_device() < world,
-        AllGatherMatmulAlgo::InPlace => false,
+        AllGatherMatmulAlgo::InPlace | AllGatherMatmulAlgo::Snapshot => false,
         AllGatherMatmulAlgo::CopyAhead => true,
     };
     let _span = ccl
@@ -524,9 +567,9 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
         .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
     let me = ccl.rank() as u32;
     let (m, n, k, world) = (m as u32, n as u32, k as u32, world as u32);
-    // Steps `first..first + steps` read in place: `steps` ranks' rows, rank `me + first`'s
-    // first.
-    let in_place = |first: u32, steps: u32| {
+    // Steps `first..first + steps` read in place from `a` (the ranks' A or their
+    // snapshots): `steps` ranks' rows, rank `me + first`'s first.
+    let read_in_place = |a: &SymmetricBuffer<'_, T>, first: u32, steps: u32| {
         let op = Fused::Gather {
             a,
             c,
@@ -539,7 +582,39 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
         };
         launch_gemm(ccl, &b, (steps * m) as usize, n as usize, op)
     };
+    let in_place = |first: u32, steps: u32| read_in_place(a, first, steps);
     let tiles = (m / 128) * (n / b.tile_width() as u32);
+    if algo == AllGatherMatmulAlgo::Snapshot {
+        let len = (m * k) as usize;
+        T::with_snapshot(ccl.snapshot(), len, &|| ccl.barrier(), &mut |half| {
+            if let Some(peer) = (0..world as usize).find(|&p| half.peer_addr(p).is_none()) {
+                return Err(Error::InvalidConfig(format!(
+                    "{what}: rank {peer}'s snapshot of A is not reachable from this rank"
+                )));
+            }
+            // This call's snapshot, written before this rank arrives (stream order).
+            let vectors = (len * std::mem::size_of::<T>() / 16) as u32;
+            kernels::copy_vectors::launch(
+                ccl.iris(),
+                LaunchConfig::linear(vectors.div_ceil(256).clamp(1, 1 << 16), 256),
+                &half.local_ptr().cast::<crate::prelude::u32x4>(),
+                &a.local_ptr().cast::<crate::prelude::u32x4>(),
+                vectors,
+            )?;
+            // This rank's own rows (step 0 alone) from its A; the peers' from their
+            // snapshots.
+            own_rows_then_peers(ccl, tiles, |first, steps| {
+                read_in_place(
+                    if steps == 1 && first == 0 { a } else { half },
+                    first,
+                    steps,
+                )
+            })
+        })?;
+        // No barrier: the peers may read this rank's snapshot until the next one.
+        ccl.snapshot().set_pending(true);
+        return Ok(());
+    }
     // The peers' rows read in place, or copied ahead (step 0 is read in place either way).
     own_rows_then_peers(ccl, tiles, |first, steps| {
         if !ahead {
