@@ -1,13 +1,14 @@
 //! GEMMs fused with their communication, as tensor-parallel layers use them:
-//! [`all_gather_matmul`] (each rank's GEMM reads every rank's rows of A where they are,
-//! with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each tile
+//! [`all_gather_matmul`] (each rank's GEMM reads the other ranks' rows of A from their
+//! memory, with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each tile
 //! of its partial product straight into the rank that owns those rows, which adds the
 //! ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum written to
 //! every rank). Each runs its GEMM in two launches: the rows of this rank (its own A, or
 //! its own rows of the product) need nothing from a peer and go first, between the two
 //! halves of a split device barrier (this rank arrives before them and waits for the
 //! others after them, so they fill the time in which the last rank arrives), then the
-//! rest, then a barrier (then the sum). Where the own rows of the ranks on a device are
+//! rest, then a barrier (then the sum; the all-gather GEMM ends without one where the
+//! peers read a snapshot of A). Where the own rows of the ranks on a device are
 //! less than a wave of tiles, a plain barrier comes first and the GEMM is one launch; the
 //! reductions then, where every rank shares one device, run the GEMM and the library's
 //! collective one after the other instead ([`MatmulReduceAlgo`]), which measured faster
@@ -477,12 +478,15 @@ fn shape_of(what: &str, a_len: usize, b_len: usize, k: usize) -> Result<(usize, 
 /// How [`all_gather_matmul_with`] brings the other ranks' rows of A to the GEMM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AllGatherMatmulAlgo {
-    /// [`InPlace`](Self::InPlace) when every rank of the world is on this rank's device,
-    /// else [`CopyAhead`](Self::CopyAhead).
+    /// [`Snapshot`](Self::Snapshot) when every rank of the world is on this rank's
+    /// device (measured faster than [`InPlace`](Self::InPlace) there: 0.90-0.91x of the
+    /// unfused all-gather and GEMM against 0.92-0.93x, and at a narrow `n` 0.74-0.75x
+    /// against 0.88-0.89x; docs/performance.md), else [`CopyAhead`](Self::CopyAhead).
     #[default]
     Auto,
     /// Each block reads its rows of A from the rank that has them, as its GEMM streams
-    /// them: no gathered copy is written or read. For ranks that share a device, where a
+    /// them: no gathered copy is written or read, and a barrier ends the call (no rank
+    /// rewrites its A while a peer reads it). For ranks that share a device, where a
     /// peer's rows are local memory; across devices each row would cross the link once
     /// per column block of C.
     InPlace,
@@ -512,13 +516,16 @@ pub enum AllGatherMatmulAlgo {
 ///
 /// The GEMM over this rank's own rows first, then a wait until every rank's A is written
 /// (this rank arrived before its own rows, so their GEMM fills the time in which the last
-/// rank arrives), then the GEMM over the other ranks' rows, then a device barrier (no
-/// rank rewrites its A while a peer reads it; [`AllGatherMatmulAlgo::Snapshot`] has the
-/// peers read a copy instead, and ends without one). Where the own rows of the ranks on
-/// a device are less than a wave of tiles, a barrier comes first and the rows follow
-/// without a break. How the peers' rows of A reach the GEMM is
-/// [`AllGatherMatmulAlgo::Auto`]'s choice (read in place where the ranks share a device,
-/// copied ahead across devices; [`all_gather_matmul_with`] chooses).
+/// rank arrives), then the GEMM over the other ranks' rows. Where the own rows of the
+/// ranks on a device are less than a wave of tiles, a barrier comes first and the rows
+/// follow without a break. How the peers' rows of A reach the GEMM is
+/// [`AllGatherMatmulAlgo::Auto`]'s choice ([`all_gather_matmul_with`] chooses): where
+/// the ranks share a device, each rank first copies its A into the communicator's
+/// workspace and the peers read that copy, so that no barrier ends the call (a rank may
+/// rewrite its A once the call is done on its own stream; dropping the communicator
+/// after such a call is a barrier); across devices the rows are copied ahead of the
+/// tiles that use them, and a barrier ends the call (no rank rewrites its A while a peer
+/// reads it).
 /// Shapes: `m` a multiple of 128, `n` of 128 (256 with Bᵀ), `k` of 64 (`a.len() == m·k`,
 /// `b` `k·n` elements, `c.len() == W·m·n`), else refused before anything runs.
 /// Collective, asynchronous: [`Ccl::synchronize`] waits.
@@ -557,11 +564,14 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
             "{what}: rank {peer}'s copy of A is not reachable from this rank (its provider gives no address)"
         )));
     }
-    let ahead = match algo {
-        AllGatherMatmulAlgo::Auto => ccl.ranks_on_device() < world,
-        AllGatherMatmulAlgo::InPlace | AllGatherMatmulAlgo::Snapshot => false,
-        AllGatherMatmulAlgo::CopyAhead => true,
+    let algo = match algo {
+        AllGatherMatmulAlgo::Auto if ccl.ranks_on_device() < world => {
+            AllGatherMatmulAlgo::CopyAhead
+        }
+        AllGatherMatmulAlgo::Auto => AllGatherMatmulAlgo::Snapshot,
+        chosen => chosen,
     };
+    let ahead = algo == AllGatherMatmulAlgo::CopyAhead;
     let _span = ccl
         .iris()
         .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
