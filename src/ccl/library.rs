@@ -204,38 +204,6 @@ pub mod barrier {
         }
     }
 
-    /// A barrier at the end of a launch of many blocks, in place of a one-thread barrier
-    /// kernel after it (the fused reductions' GEMM, their sum), where `end != 0`: every
-    /// thread publishes its writes (a system release fence) and meets its block; the
-    /// block's first thread counts it in word `end` (0 between launches); the launch's
-    /// last block sets the count back to 0 and meets the other ranks at slot 0's next
-    /// epoch, bounded by `timeout_ns`. Work queued after the launch starts once every
-    /// rank's launch (and work before it) has ended. Every thread of every block calls
-    /// it, once.
-    pub fn ccl_grid_barrier(
-        signals: Symmetric<u64>,
-        end: u32,
-        me: u32,
-        world: u32,
-        timeout_ns: u64,
-    ) {
-        if end == 0 {
-            return;
-        }
-        fence(Ordering::Release, Scope::System);
-        sync_threads();
-        if thread_idx_x() == 0 {
-            let count = signals.add(end as usize);
-            let before = atomic_add(count, 1u64, me, Ordering::AcqRel, Scope::System);
-            if before + 1 == grid_dim_x() as u64 {
-                atomic_store(count, 0u64, me, Ordering::Relaxed, Scope::System);
-                let epoch = ccl_epoch(signals, 0, me) + 1;
-                ccl_barrier(signals, 0, epoch, me, world, timeout_ns);
-                ccl_epoch_done(signals, 0, me, epoch);
-            }
-        }
-    }
-
     /// A collective kernel's entry (every rank's earlier work on its stream, which wrote
     /// the inputs and last read the outputs, has finished): thread 0 of the block signals
     /// barrier slot `block_idx_x()` for the slot's next epoch, every thread waits. Whether

@@ -40,8 +40,7 @@ pub(crate) mod kernels {
     /// `c[i] = staging[0][i] + staging[1][i] + ...` (`world` slots of `part` vectors, this
     /// rank's copy), into this rank's `c` at vector `at`, or every rank's when
     /// `everywhere` is non-zero; nothing where the communicator (`signals`) is broken (the
-    /// barrier before it gave up). A barrier at the launch's end where `end` is non-zero
-    /// (`ccl_grid_barrier`).
+    /// barrier before it gave up).
     #[kernel]
     pub fn sum_parts(
         staging: *const f32x4,
@@ -52,11 +51,8 @@ pub(crate) mod kernels {
         me: u32,
         world: u32,
         everywhere: u32,
-        end: u32,
-        timeout_ns: u64,
     ) {
         if ccl_broken(signals, me) {
-            ccl_grid_barrier(signals, end, me, world, timeout_ns);
             return;
         }
         let c = c.cast::<f32x4>();
@@ -77,7 +73,6 @@ pub(crate) mod kernels {
             }
             i += stride;
         }
-        ccl_grid_barrier(signals, end, me, world, timeout_ns);
     }
 
     /// `dst[i] = src[i]` for `i < count` (16-byte vectors): a rank's A into its snapshot.
@@ -204,7 +199,6 @@ macro_rules! matmul_element {
                                 signals,
                                 done,
                                 timeout_ns,
-                                ..
                             },
                     } => {
                         if l.wide {
@@ -273,19 +267,18 @@ macro_rules! matmul_element {
                             InGrid {
                                 signals,
                                 done,
-                                end,
                                 timeout_ns,
                             },
                     } => {
                         if l.wide {
                             warpgroup_kernels::scatter_wide::launch::<$t>(
                                 iris, config, &a, b, staging, signals, part, n, k, me, world,
-                                first, done, end, timeout_ns,
+                                first, done, timeout_ns,
                             )
                         } else {
                             staged_kernels::scatter_staged::launch::<$t>(
                                 iris, config, &a, b, staging, signals, part, n, k, me, world,
-                                first, done, end, timeout_ns,
+                                first, done, timeout_ns,
                             )
                         }
                     }
@@ -362,35 +355,24 @@ pub enum Fused<'a, 'ctx, T: Pod> {
     },
 }
 
-/// The barriers inside a fused GEMM's launch: the split barrier (`ccl_grid_arrive`,
-/// `ccl_grid_wait`; `done`, the word its blocks are counted in, 0: this launch neither
-/// arrives nor waits) and one at its end (`ccl_grid_barrier`; `end`, the same word or 0),
-/// with the communicator's `signals` and the waits' bound.
+/// The split barrier inside a fused GEMM's launch (`ccl_grid_arrive`, `ccl_grid_wait`): the
+/// communicator's `signals`, the word its blocks are counted in (`done`; 0: this launch
+/// neither arrives nor waits) and the wait's bound.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct InGrid<'a, 'ctx> {
     signals: &'a SymmetricBuffer<'ctx, u64>,
     done: u32,
-    end: u32,
     timeout_ns: u64,
 }
 
 impl<'a, 'ctx> InGrid<'a, 'ctx> {
-    /// The launch of `ccl` that arrives first and waits last (`inside`), or neither.
+    /// The launch that arrives first and waits last (`inside`), or neither, of `ccl`.
     fn of(ccl: &'a Ccl<'ctx>, inside: bool) -> Self {
         Self {
             signals: ccl.signals(),
             done: if inside { ccl.grid_done_word() } else { 0 },
-            end: 0,
             timeout_ns: ccl.wait_limit_ns(),
-        }
-    }
-
-    /// This, with a barrier at the launch's end (`ccl_grid_barrier`) where `end`.
-    fn ending(self, end: bool, ccl: &Ccl<'_>) -> Self {
-        Self {
-            end: if end { ccl.grid_done_word() } else { 0 },
-            ..self
         }
     }
 }
@@ -909,19 +891,17 @@ fn reduced<T: MatmulElement>(
             me: ccl.rank() as u32,
             world: world as u32,
             first: first as u32,
-            // The launch with the last owner's rows ends with a barrier: every rank's
-            // tiles of this rank's rows have landed after it.
-            split: InGrid::of(ccl, inside).ending(first + steps == world, ccl),
+            split: InGrid::of(ccl, inside),
         };
         launch_gemm(ccl, &b, steps * part, n, op)
     };
     // Every rank has added its slots of the last call before any rank writes them: this
     // rank's own rows (its own `staging`, free by stream order) may go before that.
-    // Every rank's tiles of this rank's rows have landed after the last launch (the
-    // barrier at its end).
     own_rows_then_peers(ccl, own_tiles, |first, steps, inside| {
         scatter(first as usize, steps as usize, inside)
     })?;
+    // Every rank's tiles of this rank's rows have landed.
+    ccl.barrier()?;
     let me = ccl.rank();
     let vectors = (part * n / 4) as u32;
     kernels::sum_parts::launch(
@@ -939,9 +919,10 @@ fn reduced<T: MatmulElement>(
         me as u32,
         world as u32,
         u32::from(everywhere),
-        // All-reduce: every rank's sums have landed in every `c` after the barrier at
-        // the launch's end.
-        if everywhere { ccl.grid_done_word() } else { 0 },
-        ccl.wait_limit_ns(),
-    )
+    )?;
+    if everywhere {
+        // Every rank's sums have landed in every `c`.
+        ccl.barrier()?;
+    }
+    Ok(())
 }

@@ -129,14 +129,12 @@ pub mod warpgroup_kernels {
         world: u32,
         first: u32,
         done: u32,
-        end: u32,
         timeout_ns: u64,
     ) {
         ccl_grid_arrive(signals, done, me, world);
         // After a barrier that gave up, nothing goes into a peer's staging.
         if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
             ccl_grid_wait(signals, done, me, world, timeout_ns);
-            ccl_grid_barrier(signals, end, me, world, timeout_ns);
             return;
         }
         let tile = block_tile(n, 256);
@@ -160,7 +158,6 @@ pub mod warpgroup_kernels {
             world,
         );
         ccl_grid_wait(signals, done, me, world, timeout_ns);
-        ccl_grid_barrier(signals, end, me, world, timeout_ns);
     }
 
     /// One 128 x 256 tile of C: rows `a_row..` of A (`k` columns) times rows `bc..` of Bᵀ
