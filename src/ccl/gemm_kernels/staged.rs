@@ -57,11 +57,7 @@ pub mod staged_kernels {
         me: u32,
         world: u32,
         first: u32,
-        signals: Symmetric<u64>,
-        done: u32,
-        timeout_ns: u64,
     ) {
-        ccl_grid_arrive(signals, done, me, world);
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
         let source = (me + first + br / m) % world;
@@ -70,7 +66,6 @@ pub mod staged_kernels {
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         let (row, c_row) = (br % m, source * m + br % m);
         staged_block(sa, sb, rows, row, b, bc, n, k, c, c_row, me, 1, world);
-        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// `staged_128` over the peers' rows of A, copied ahead (all-gather then GEMM, fused,
@@ -140,13 +135,9 @@ pub mod staged_kernels {
         me: u32,
         world: u32,
         first: u32,
-        done: u32,
-        timeout_ns: u64,
     ) {
-        ccl_grid_arrive(signals, done, me, world);
         // After a barrier that gave up, nothing goes into a peer's staging.
         if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
-            ccl_grid_wait(signals, done, me, world, timeout_ns);
             return;
         }
         let tile = block_tile(n, 128);
@@ -169,7 +160,6 @@ pub mod staged_kernels {
             1,
             world,
         );
-        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// One 128 x 128 tile of C: rows `a_row..` of A (`k` columns) times columns `bc..` of

@@ -56,11 +56,7 @@ pub mod warpgroup_kernels {
         me: u32,
         world: u32,
         first: u32,
-        signals: Symmetric<u64>,
-        done: u32,
-        timeout_ns: u64,
     ) {
-        ccl_grid_arrive(signals, done, me, world);
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
         let source = (me + first + br / m) % world;
@@ -69,7 +65,6 @@ pub mod warpgroup_kernels {
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
         let (row, c_row) = (br % m, source * m + br % m);
         wide_block(sa, sb, rows, row, bt, bc, n, k, c, c_row, me, 1, world);
-        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// `warpgroup_256` over every rank's rows of A, copied ahead into this rank's
@@ -128,13 +123,9 @@ pub mod warpgroup_kernels {
         me: u32,
         world: u32,
         first: u32,
-        done: u32,
-        timeout_ns: u64,
     ) {
-        ccl_grid_arrive(signals, done, me, world);
         // After a barrier that gave up, nothing goes into a peer's staging.
         if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
-            ccl_grid_wait(signals, done, me, world, timeout_ns);
             return;
         }
         let tile = block_tile(n, 256);
@@ -157,7 +148,6 @@ pub mod warpgroup_kernels {
             1,
             world,
         );
-        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// One 128 x 256 tile of C: rows `a_row..` of A (`k` columns) times rows `bc..` of Bᵀ
