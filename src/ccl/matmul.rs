@@ -1,15 +1,15 @@
 //! GEMMs fused with their communication, as tensor-parallel layers use them:
 //! [`all_gather_matmul`] (each rank's GEMM reads the other ranks' rows of A from their
-//! memory, with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores each tile
-//! of its partial product straight into the rank that owns those rows, which adds the
-//! ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum written to
-//! every rank). Each runs its GEMM in two launches: the rows of this rank (its own A, or
-//! its own rows of the product) need nothing from a peer and go first, between the two
-//! halves of a split device barrier (this rank arrives before them and waits for the
-//! others after them, so they fill the time in which the last rank arrives), then the
-//! rest, then a barrier (then the sum; the all-gather GEMM ends without one where the
-//! peers read a snapshot of A). Where the own rows of the ranks on a device are
-//! less than a wave of tiles, a plain barrier comes first and the GEMM is one launch; the
+//! memory, with no gathered copy), [`matmul_reduce_scatter`] (each rank's GEMM stores
+//! each tile of its partial product straight into the rank that owns those rows, which
+//! adds the ranks' parts in rank order) and [`matmul_all_reduce`] (the same, each sum
+//! written to every rank). Each runs its GEMM in two launches: the rows of this rank (its
+//! own A, or its own rows of the product) need nothing from a peer and go first, between
+//! the two halves of a split device barrier (this rank arrives before them and waits for
+//! the others after them, so they fill the time in which the last rank arrives), then
+//! the rest, then a barrier (then the sum; the all-gather GEMM ends without one where the
+//! peers read a snapshot of A). Where the own rows of the ranks on a device are less
+//! than a wave of tiles, a plain barrier comes first and the GEMM is one launch; the
 //! reductions then, where every rank shares one device, run the GEMM and the library's
 //! collective one after the other instead ([`MatmulReduceAlgo`]), which measured faster
 //! there.
