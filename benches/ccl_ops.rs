@@ -31,7 +31,8 @@
 //! GEMMs then queue their split barrier there, beside the own rows.
 //! On the CPU backend it runs small shapes once (a check that it works, not a speed).
 //! The last lines are a table: case, ms (median over iters, slowest rank), GB/s, and the
-//! ratio to the compared way (below 1: faster).
+//! ratio to the compared way (below 1: faster). Before each fused-GEMM case rank 0 names
+//! it on standard error, so that a run that hangs says where.
 
 use std::time::Instant;
 
@@ -509,6 +510,12 @@ fn gemm_rows(
     } else {
         "staged_128, B"
     };
+    // Which case runs, on standard error (a run that hangs names it).
+    let case = |what: &str| {
+        if me == 0 {
+            eprintln!("ccl_ops: {m}x{n}x{k} a rank ({kernel}): {what}");
+        }
+    };
     // The fused calls' own GEMM, alone: `rows` rows of `a` times `b` into `c`.
     let gemm_of = |a: &DevicePtr<bf16>,
                    b: &DevicePtr<bf16>,
@@ -564,6 +571,7 @@ fn gemm_rows(
     // The unfused way at its best: the faster all-gather (push or pull), then the GEMM.
     let mut unfused = f64::MAX;
     for gather in [ccl::AllGatherAlgo::Push, ccl::AllGatherAlgo::Pull] {
+        case(&format!("all_gather ({gather:?}) + GEMM"));
         unfused = unfused.min(time(iris, iters, || {
             ccl::all_gather(ccl, &a, &gathered, gather)?;
             gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
@@ -576,6 +584,7 @@ fn gemm_rows(
         (ccl::AllGatherMatmulAlgo::Snapshot, "from snapshots"),
         (ccl::AllGatherMatmulAlgo::CopyAhead, "copied ahead"),
     ] {
+        case(&format!("all_gather_matmul, {how}"));
         let fused = time(iris, iters, || {
             ccl::all_gather_matmul_with(ccl, &a, as_b(), &c, k, algo)
         })?;
@@ -603,11 +612,13 @@ fn gemm_rows(
         (ccl::MatmulReduceAlgo::IntoOwners, "into owners"),
         (ccl::MatmulReduceAlgo::AfterGemm, "after the GEMM"),
     ];
+    case("GEMM + reduce_scatter");
     let unfused = time(iris, iters, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
         ccl::reduce_scatter(ccl, &partial, &part, ccl::ReduceOp::Sum)
     })?;
     for (algo, how) in forms {
+        case(&format!("matmul_reduce_scatter, {how}"));
         let fused = time(iris, iters, || {
             ccl::matmul_reduce_scatter_with(ccl, &a, as_b(), &staging, &part, k, algo)
         })?;
@@ -621,12 +632,14 @@ fn gemm_rows(
     }
     let mut best = f64::MAX;
     for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
+        case(&format!("GEMM + all_reduce ({algo:?})"));
         best = best.min(time(iris, iters, || {
             gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
             ccl::all_reduce(ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
         })?);
     }
     for (algo, how) in forms {
+        case(&format!("matmul_all_reduce, {how}"));
         let fused = time(iris, iters, || {
             ccl::matmul_all_reduce_with(ccl, &a, as_b(), &staging, &whole, k, algo)
         })?;
@@ -638,6 +651,7 @@ fn gemm_rows(
             best,
         ));
     }
+    case("the GEMM alone");
     let local = time(iris, iters, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)
     })?;
@@ -651,6 +665,7 @@ fn gemm_rows(
     // The GEMM between two device barriers (the ranks' arrival skew included): what a
     // fused call framed by barriers would cost; the fused calls run their own rows
     // before the first barrier, so the skew is spent computing.
+    case("the GEMM between two device barriers");
     let framed = time(iris, iters, || {
         ccl.barrier()?;
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
