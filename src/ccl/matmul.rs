@@ -602,6 +602,10 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
                     "{what}: rank {peer}'s snapshot of A is not reachable from this rank"
                 )));
             }
+            // No barrier ends the call: the peers may read this rank's snapshot until a
+            // barrier comes (said before anything is launched, so that a call that
+            // fails half-way still has the communicator's drop wait for them).
+            ccl.snapshot().set_pending(true);
             // This call's snapshot, written before this rank arrives (stream order).
             let vectors = (len * std::mem::size_of::<T>() / 16) as u32;
             kernels::copy_vectors::launch(
@@ -621,7 +625,7 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
                 )
             })
         })?;
-        // No barrier: the peers may read this rank's snapshot until the next one.
+        // Again: a barrier before the GEMM (the one-launch form) said none was pending.
         ccl.snapshot().set_pending(true);
         return Ok(());
     }
