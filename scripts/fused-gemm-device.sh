@@ -19,7 +19,9 @@
 # whose bench runs once a round beside the variants (as `baseline`). TRACE (a list of
 # `on`/`off`): the all-gather GEMM traced (IRIS_TRACE, 4096 x 4096 x 4096 a rank with
 # Bᵀ) once for each sync-stream setting listed, each rank's kernels' median times in the
-# table (scripts/lib/kernel_timeline.py; the trace itself is not kept).
+# table (scripts/lib/kernel_timeline.py; the trace itself is not kept). TRACE_OPS: the
+# calls whose timelines the table gets (default all_gather_matmul; matmul_reduce_scatter,
+# matmul_all_reduce, reduce_scatter, ...).
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused test:sync_stream
@@ -80,8 +82,12 @@ for sync in ${TRACE:-}; do
     IRIS_TRACE="$trace" timeout 300 "$bench" --bench --ranks 4 --iters 20 --only gemm \
         --gemm 1024x4096x4096 --sync-stream "$sync" >"$trace.log" 2>&1
     echo "traced, sync stream $sync: rc=$?" | tee -a "$table"
-    python3 "$root/scripts/lib/kernel_timeline.py" "$trace/trace.json" all_gather_matmul \
-        >>"$table" 2>&1 && rm -rf "$trace" "$trace.log"
+    kept=0
+    for op in ${TRACE_OPS:-all_gather_matmul}; do
+        python3 "$root/scripts/lib/kernel_timeline.py" "$trace/trace.json" "$op" \
+            >>"$table" 2>&1 || kept=1
+    done
+    ((kept)) || rm -rf "$trace" "$trace.log"
 done
 for r in "${ranks[@]:1}"; do
     gemm_bench "$bench" "one rank a GPU" "$r" default off

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Each rank's kernels inside the calls of one traced operation (an IRIS_TRACE trace.json):
 for every kernel of every rank, the median start and end over the calls, in microseconds
-from the call's first kernel on any rank. What docs/performance.md's timelines are.
+from the call's first kernel on any rank, and the same for the kernels' own events
+(`trace_event`, a build with the `trace-events` feature; indented, as `event ID#n`). What
+docs/performance.md's timelines are. A block keeps its latest IRIS_TRACE_EVENTS events
+(default 256): raise it to keep the events of calls early in a long run.
 
 Usage: kernel_timeline.py TRACE.json [CALL_NAME_PART] (default: all_gather_matmul)
 """
@@ -17,15 +20,18 @@ def main():
     want = sys.argv[2] if len(sys.argv) > 2 else "all_gather_matmul"
     calls = collections.defaultdict(list)  # rank -> [(start, end)]
     kernels = collections.defaultdict(list)  # rank -> [(start, end, name)]
+    marks = collections.defaultdict(list)  # rank -> [(ts, name)]: the kernels' own events
     for e in events:
-        if e.get("ph") != "X":
+        if e.get("ph") not in ("X", "i"):
             continue
         start = float(e["ts"])
-        end = start + float(e["dur"])
+        end = start + float(e.get("dur", 0))
         if e.get("cat") == "call" and e.get("tid") == 1 and want in e["name"]:
             calls[e["pid"]].append((start, end))
         elif e.get("cat") == "kernel":
             kernels[e["pid"]].append((start, end, e["name"]))
+        elif e.get("cat") == "event":
+            marks[e["pid"]].append((start, e["name"]))
     ranks = sorted(calls)
     if not ranks:
         sys.exit(f"kernel_timeline: no call named like {want!r} in {sys.argv[1]}")
@@ -37,7 +43,8 @@ def main():
         for r in ranks:
             s, e = calls[r][i]
             inside[r] = sorted(k for k in kernels[r] if k[0] >= s - 1 and k[1] <= e + 1)
-        form = tuple(sorted({k[2] for ks in inside.values() for k in ks}))
+            inside[r] += sorted((t, t, f"  {n}") for t, n in marks[r] if s - 1 <= t <= e + 1)
+        form = tuple(sorted({k[2] for ks in inside.values() for k in ks if not k[2].startswith(" ")}))
         rows, totals = forms[form]
         totals.append(max(calls[r][i][1] for r in ranks) - t0)
         for r in ranks:
