@@ -1,7 +1,8 @@
 // What a one-thread kernel with a memory fence costs right after a kernel that wrote a
 // lot of memory (none, a GPU-scope fence, a system-scope one), and a one-thread barrier
 // among four streams of one device right after each stream wrote 64 MiB: the floor of
-// iris's device barrier (src/ccl/signals.rs) in CUDA C++, with the same fence and polls.
+// iris's device barrier (src/ccl/signals.rs) in CUDA C++, with the same fence and polls
+// (into one row of flags the four streams share, where iris stores into each rank's copy).
 // docs/performance.md ("Where the fused reductions' trailing barrier goes") has the numbers.
 //
 //   nvcc -O2 -arch=sm_90 -o fence_cost fence_cost.cu && ./fence_cost
