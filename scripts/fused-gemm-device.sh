@@ -21,7 +21,9 @@
 # Bᵀ) once for each sync-stream setting listed, each rank's kernels' median times in the
 # table (scripts/lib/kernel_timeline.py; the trace itself is not kept). TRACE_OPS: the
 # calls whose timelines the table gets (default all_gather_matmul; matmul_reduce_scatter,
-# matmul_all_reduce, reduce_scatter, ...).
+# matmul_all_reduce, reduce_scatter, ...). A bundle built with `--features trace-events`
+# adds the kernels' own events (`trace_event`) to the timelines; IRIS_TRACE_EVENTS=32768
+# keeps them for a whole run (a block keeps its latest 256 by default).
 #
 # The bundle, made here:
 #   scripts/device-bundle.sh --release bench:ccl_ops test:fused test:sync_stream
