@@ -577,7 +577,7 @@ fn gemm_rows(
             gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
         })?);
     }
-    // Each way of bringing A's rows (`Auto` takes in place where the ranks share a
+    // Each way of bringing A's rows (`Auto` takes the snapshots where the ranks share a
     // device, copied ahead across devices).
     for (algo, how) in [
         (ccl::AllGatherMatmulAlgo::InPlace, "in place"),
