@@ -281,3 +281,60 @@ fn asking_for_the_backend_makes_no_world_and_takes_no_trace_folder() {
     assert!(!dir.join("world-2").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ranks that share a device (every CPU rank shares the CPU; ranks as threads share a
+/// GPU) start each collective behind a one-block barrier: a collective's blocks spin at
+/// their entry, and without the barrier the first ranks' blocks can hold every
+/// multiprocessor while a late rank's earlier kernel (a GEMM) waits for one. Each
+/// rank's trace has the `barrier` kernel right before the collective's, inside its call.
+#[test]
+fn a_collective_on_ranks_that_share_a_device_starts_behind_a_one_block_barrier() {
+    for backend in backends() {
+        let dir = trace_folder(backend, "shared-device");
+        let (world, n) = (2usize, 1024usize);
+        World::threads(world)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .trace(&dir)
+            .run(|iris| {
+                let ccl = Ccl::new(iris)?;
+                let x = iris.symmetric_full(n, 1.0f32)?;
+                let y = iris.symmetric_zeros::<f32>(n / world)?;
+                let local = iris.full(n, 1.0f32)?;
+                user::double::launch(iris, ((n / 256) as u32, 256), &local, n as u64)?;
+                ccl::reduce_scatter(&ccl, &x, &y, ReduceOp::Sum)?;
+                ccl.synchronize()
+            })
+            .unwrap();
+        let text = std::fs::read_to_string(dir.join("trace.json")).unwrap();
+        let trace: Value = serde_json::from_str(&text).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        for rank in 0..world as u64 {
+            let mut kernels: Vec<(f64, String)> = events
+                .iter()
+                .filter(|e| {
+                    e["ph"] == "X" && e["cat"] == "kernel" && e["pid"].as_u64() == Some(rank)
+                })
+                .map(|e| {
+                    (
+                        e["ts"].as_f64().unwrap(),
+                        e["name"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            kernels.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let names: Vec<&str> = kernels.iter().map(|k| k.1.as_str()).collect();
+            let at = names
+                .iter()
+                .position(|k| k.starts_with("reduce_scatter"))
+                .unwrap_or_else(|| {
+                    panic!("{backend}: rank {rank} ran no reduce_scatter: {names:?}")
+                });
+            assert!(
+                at > 0 && names[at - 1] == "barrier" && names[..at - 1].contains(&"double"),
+                "{backend}: rank {rank}: the kernels before reduce_scatter: {names:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

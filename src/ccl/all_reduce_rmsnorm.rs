@@ -254,6 +254,7 @@ pub fn all_reduce_rmsnorm<T: FloatElement>(
         kernel.call_name(),
         (input.len() * std::mem::size_of::<T>()) as u64,
     );
+    ccl.wait_for_device_peers()?;
     let mut args = iris.args(kernel.unit(), kernel.index::<T>()?);
     args.symmetric(input)?;
     args.symmetric(residual)?;

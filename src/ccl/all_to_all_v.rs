@@ -150,6 +150,7 @@ pub fn all_to_all_v<'ctx, T: CclElement>(
     );
     let overflow = iris.zeros::<u32>(1)?;
     let config = ccl.launch_config_for(unit, ccl.block_threads())?;
+    ccl.wait_for_device_peers()?;
     let mut args = iris.args(unit, index);
     args.symmetric(input)?;
     args.symmetric(output)?;

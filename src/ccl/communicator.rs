@@ -486,6 +486,25 @@ impl<'ctx> Ccl<'ctx> {
         self.sharing.device
     }
 
+    /// Queued before every collective whose blocks wait for the other ranks (at its
+    /// entry, and between its phases): where other ranks share this rank's device, a
+    /// one-block [`barrier`](Ccl::barrier) first, so that the collective's blocks start
+    /// only once every rank's earlier work on the device finished. Without it, the
+    /// blocks of the ranks that came first spin at the collective's entry and can hold
+    /// every multiprocessor, while a late rank's earlier kernel (a GEMM whose blocks each
+    /// need most of a multiprocessor's shared memory) waits for room it never gets, and
+    /// nothing moves until the waits give up (the `ccl_ops` bench's GEMM then
+    /// `reduce_scatter`, 4 ranks on one H100: 1 of 70 runs). The barrier spins with one
+    /// block a rank, so a late rank's kernel always has the rest of the device. Ranks
+    /// alone on their device need nothing: their earlier work is done by stream order.
+    pub(super) fn wait_for_device_peers(&self) -> Result<()> {
+        if self.sharing.device > 1 {
+            self.barrier()
+        } else {
+            Ok(())
+        }
+    }
+
     /// Launches `kernel` for `T`, its threads striding over `elems` elements.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn launch<T: CclElement>(
@@ -516,6 +535,7 @@ impl<'ctx> Ccl<'ctx> {
         let _span = self
             .iris
             .trace_span(kernel.call_name(), elems * std::mem::size_of::<T>() as u64);
+        self.wait_for_device_peers()?;
         let call = KernelCall {
             config: self.config(elems, std::mem::size_of::<T>(), most),
             input,

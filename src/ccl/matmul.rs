@@ -839,12 +839,9 @@ fn reduced<T: MatmulElement>(
             world: world as u32,
         };
         launch_gemm(ccl, &b, rows, n, op)?;
-        // Every rank's GEMM ends before any collective block waits: the collective's
-        // blocks wait for the ranks' at its entry, several a rank, and spinning they can
-        // hold every multiprocessor, where a rank still in its GEMM (blocks that take a
-        // whole multiprocessor's shared memory) then never gets one (8 ranks on one H100:
-        // the collective's wait gave up). The one-block barrier holds one a rank.
-        ccl.barrier()?;
+        // Where ranks share this device the collective queues a one-block barrier first
+        // (`Ccl::wait_for_device_peers`): its blocks, spinning at their entry, could
+        // otherwise hold every multiprocessor while a late rank's GEMM waits for one.
         return if everywhere {
             super::all_reduce(ccl, staging, c, super::ReduceOp::Sum, AllReduceAlgo::Auto)
         } else {

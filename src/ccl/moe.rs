@@ -588,9 +588,13 @@ impl<'ctx> Moe<'ctx> {
         Ok(())
     }
 
-    /// The co-resident launch shape of the barrier-framed kernels.
+    /// The co-resident launch shape of the barrier-framed kernels (a dispatch or a
+    /// combine, whose blocks wait for the other ranks), after
+    /// [`Ccl::wait_for_device_peers`] (called just before the launch).
     fn framed(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
-        ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())
+        let config = ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())?;
+        ccl.wait_for_device_peers()?;
+        Ok(config)
     }
 
     /// `idx` holds `tokens * top_k` expert ids.
