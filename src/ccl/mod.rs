@@ -109,8 +109,8 @@
 //! built the same way.
 //!
 //! Where ranks share a device (ranks as threads on one GPU), queue [`Ccl::barrier`] (one
-//! block a rank) before a launch whose blocks wait at its entry, as the library's
-//! collectives do: otherwise the blocks of the ranks that came first spin there and can
+//! block a rank) on every rank before a launch whose blocks wait at its entry, as the
+//! library's collectives do: otherwise the blocks of the ranks that came first spin there and can
 //! hold every multiprocessor while a late rank's earlier kernel (a GEMM whose blocks need
 //! most of a multiprocessor) waits for room, and nothing moves until the waits give up.
 //! Ranks alone on their devices need no such barrier.

@@ -36,6 +36,9 @@ pub(crate) struct Sharing {
     pub(crate) device: usize,
     /// Ranks of this process on this rank's device (one stream each).
     pub(crate) process: usize,
+    /// Whether any device of the world has two or more of its ranks: the same on every
+    /// rank (what every rank must decide alike, such as queuing a barrier, asks this).
+    pub(crate) any_device_shared: bool,
 }
 
 /// A rank's device and process: the backend, the device's UUID (ordinals differ between
@@ -62,7 +65,14 @@ impl Sharing {
     fn among(mine: &Place, all: &[Place]) -> Self {
         let device = all.iter().filter(|k| k[..3] == mine[..3]).count().max(1);
         let process = all.iter().filter(|k| *k == mine).count().max(1);
-        Self { device, process }
+        let any_device_shared = all
+            .iter()
+            .any(|p| all.iter().filter(|k| k[..3] == p[..3]).count() > 1);
+        Self {
+            device,
+            process,
+            any_device_shared,
+        }
     }
 }
 
@@ -146,6 +156,7 @@ mod tests {
             .collect();
         let one = Sharing::among(&apart[2], &apart);
         assert_eq!((one.device, one.process), (1, 1));
+        assert!(!one.any_device_shared);
         // Two processes of two threads on one GPU, another process on a second GPU.
         let shared: Vec<Place> = vec![
             [cuda, a[0], a[1], 1],
@@ -158,6 +169,8 @@ mod tests {
         assert_eq!((on_a.device, on_a.process), (4, 2));
         let on_b = Sharing::among(&shared[4], &shared);
         assert_eq!((on_b.device, on_b.process), (1, 1));
+        // Alone on its GPU, yet it decides as the ranks sharing theirs do.
+        assert!(on_a.any_device_shared && on_b.any_device_shared);
         // The same UUID under another backend is another device.
         let mixed: Vec<Place> = vec![[cuda, 0, 0, 1], [0, 0, 0, 1]];
         assert_eq!(Sharing::among(&mixed[0], &mixed).device, 1);

@@ -15,6 +15,12 @@
 //! The `_block` forms are called by every thread of the block (they contain
 //! `sync_threads`): the block's threads share the data movement, and one thread signals
 //! or waits for the block.
+//!
+//! A waiting block holds its multiprocessor. Where ranks share a device (ranks as
+//! threads on one GPU), a launch whose many blocks wait for a peer can hold every
+//! multiprocessor while that peer's earlier kernel still needs one: queue
+//! `iris::ccl::Ccl::barrier` (one block a rank) before such a launch, as the library's
+//! collectives do, or wait in few blocks.
 
 use super::device_only;
 use super::symmetric::Symmetric;
