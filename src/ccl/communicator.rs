@@ -489,16 +489,16 @@ impl<'ctx> Ccl<'ctx> {
     /// Queued before every collective whose blocks wait for the other ranks (at its
     /// entry, and between its phases): where ranks share a device, a one-block
     /// [`barrier`](Ccl::barrier) first, so that the collective's blocks start only once
-    /// every rank's earlier work finished. Without it, the
-    /// blocks of the ranks that came first spin at the collective's entry and can hold
-    /// every multiprocessor, while a late rank's earlier kernel (a GEMM whose blocks each
-    /// need most of a multiprocessor's shared memory) waits for room it never gets, and
-    /// nothing moves until the waits give up (the `ccl_ops` bench's GEMM then
-    /// `reduce_scatter`, 4 ranks on one H100: 1 of 70 runs). The barrier spins with one
-    /// block a rank, so a late rank's kernel always has the rest of the device. Where
-    /// every rank is alone on its device none is needed (a rank's earlier work is done
-    /// by stream order). Every rank decides alike (a barrier is collective): a rank
-    /// alone on its device queues it too when some other device has several ranks.
+    /// every rank's earlier work finished. Without it, the blocks of the ranks that came
+    /// first spin at the collective's entry and can hold every multiprocessor, while a
+    /// late rank's earlier kernel (a GEMM whose blocks each need most of a
+    /// multiprocessor's shared memory) waits for room it never gets, and nothing moves
+    /// until the waits give up (the `ccl_ops` bench's GEMM then `reduce_scatter`, 4
+    /// ranks on one H100: 1 of 70 runs). The barrier spins with one block a rank, so a
+    /// late rank's kernel always has the rest of the device. Where every rank is alone
+    /// on its device none is needed (a rank's earlier work is done by stream order).
+    /// Every rank decides alike (a barrier is collective): a rank alone on its device
+    /// queues it too when some other device has several ranks.
     pub(super) fn wait_for_device_peers(&self) -> Result<()> {
         if self.sharing.any_device_shared {
             self.barrier()

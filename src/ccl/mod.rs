@@ -110,10 +110,10 @@
 //!
 //! Where ranks share a device (ranks as threads on one GPU), queue [`Ccl::barrier`] (one
 //! block a rank) on every rank before a launch whose blocks wait at its entry, as the
-//! library's collectives do: otherwise the blocks of the ranks that came first spin there and can
-//! hold every multiprocessor while a late rank's earlier kernel (a GEMM whose blocks need
-//! most of a multiprocessor) waits for room, and nothing moves until the waits give up.
-//! Ranks alone on their devices need no such barrier.
+//! library's collectives do: otherwise the blocks of the ranks that came first spin
+//! there and can hold every multiprocessor while a late rank's earlier kernel (a GEMM
+//! whose blocks need most of a multiprocessor) waits for room, and nothing moves until
+//! the waits give up. Ranks alone on their devices need no such barrier.
 //!
 //! The first time a communicator runs a collective for an element type it loads that
 //! kernel unit collectively (see [`Ccl::preload`]); later calls are single launches.

@@ -451,7 +451,10 @@ impl<'ctx> Moe<'ctx> {
         args.symmetric(recv)?;
         args.pointer(&self.overflow)?;
         self.tail(ccl, &mut args, &[s.hidden as u64, s.capacity as u64])?;
-        iris.launch(self.framed(ccl)?, args)
+        // Right after the layout's barrier-framed kernel on every rank (no rank's earlier
+        // kernel can still need the multiprocessors): no barrier before it.
+        let config = ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())?;
+        iris.launch(config, args)
     }
 
     /// `out[t]` (`tokens * hidden` elements) = the sum over token `t`'s slots `k`, in
