@@ -27,6 +27,14 @@ mod user {
     }
 }
 
+/// A world of `ranks` threads on `backend` (1 MiB heaps) traced into `dir`.
+fn traced_world(backend: BackendKind, ranks: usize, dir: &Path) -> World {
+    World::threads(ranks)
+        .backend(backend)
+        .heap_bytes(1 << 20)
+        .trace(dir)
+}
+
 /// The complete (`"X"`) events of rank `pid` on thread `tid`, by start time.
 fn track(events: &[Value], pid: u64, tid: u64) -> Vec<(String, String, f64, f64)> {
     let mut out: Vec<(String, String, f64, f64)> = events
@@ -133,10 +141,7 @@ fn a_traced_world_writes_one_trace_that_nests_and_adds_up() {
     for backend in backends() {
         let dir = trace_folder(backend, "world");
         let (world, rounds, n) = (2usize, 3usize, 1024usize);
-        let tracing = World::threads(world)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .trace(&dir)
+        let tracing = traced_world(backend, world, &dir)
             .run(|iris| {
                 let ccl = Ccl::new(iris)?;
                 let x = iris.symmetric_full(n, 1.0f32)?;
@@ -292,10 +297,7 @@ fn a_collective_on_ranks_that_share_a_device_starts_behind_a_one_block_barrier()
     for backend in backends() {
         let dir = trace_folder(backend, "shared-device");
         let (world, n) = (2usize, 1024usize);
-        World::threads(world)
-            .backend(backend)
-            .heap_bytes(1 << 20)
-            .trace(&dir)
+        traced_world(backend, world, &dir)
             .run(|iris| {
                 let ccl = Ccl::new(iris)?;
                 let x = iris.symmetric_full(n, 1.0f32)?;
