@@ -82,7 +82,9 @@
 /// // Once, on every rank (collective): the launch shape that keeps every rank's blocks
 /// // resident, and the unit loaded:
 /// //   let config = ccl.launch_config_for(&ring::step::UNIT, 256)?;
-/// // Launch (at most config's blocks; fewer is fine):
+/// // Launch (at most config's blocks; fewer is fine), after a one-block barrier where
+/// // ranks share a device (its blocks wait at entry; see `iris::ccl`):
+/// //   ccl.barrier()?;
 /// //   ring::step::launch(&iris, config, &outbox, &inbox, ccl.signals(),
 /// //                      me, world, ccl.wait_limit_ns())
 /// // After it completes on a rank, that rank's inbox holds what the previous rank sent.
