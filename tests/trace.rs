@@ -312,19 +312,11 @@ fn a_collective_on_ranks_that_share_a_device_starts_behind_a_one_block_barrier()
         let trace: Value = serde_json::from_str(&text).unwrap();
         let events = trace["traceEvents"].as_array().unwrap();
         for rank in 0..world as u64 {
-            let mut kernels: Vec<(f64, String)> = events
-                .iter()
-                .filter(|e| {
-                    e["ph"] == "X" && e["cat"] == "kernel" && e["pid"].as_u64() == Some(rank)
-                })
-                .map(|e| {
-                    (
-                        e["ts"].as_f64().unwrap(),
-                        e["name"].as_str().unwrap().to_string(),
-                    )
-                })
+            // The rank's stream track, kernels only, by start time.
+            let kernels: Vec<_> = track(events, rank, 1)
+                .into_iter()
+                .filter(|e| e.0 == "kernel")
                 .collect();
-            kernels.sort_by(|a, b| a.0.total_cmp(&b.0));
             let names: Vec<&str> = kernels.iter().map(|k| k.1.as_str()).collect();
             let at = names
                 .iter()

@@ -453,8 +453,7 @@ impl<'ctx> Moe<'ctx> {
         self.tail(ccl, &mut args, &[s.hidden as u64, s.capacity as u64])?;
         // Right after the layout's barrier-framed kernel on every rank (no rank's earlier
         // kernel can still need the multiprocessors): no barrier before it.
-        let config = ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())?;
-        iris.launch(config, args)
+        iris.launch(self.co_resident(ccl)?, args)
     }
 
     /// `out[t]` (`tokens * hidden` elements) = the sum over token `t`'s slots `k`, in
@@ -591,11 +590,17 @@ impl<'ctx> Moe<'ctx> {
         Ok(())
     }
 
-    /// The co-resident launch shape of the barrier-framed kernels (a dispatch or a
-    /// combine, whose blocks wait for the other ranks), after
-    /// [`Ccl::wait_for_device_peers`] (called just before the launch).
+    /// The co-resident launch shape of the barrier-framed kernels (the layout, a
+    /// dispatch, a combine: their blocks wait for the other ranks).
+    fn co_resident(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
+        ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())
+    }
+
+    /// [`co_resident`](Self::co_resident), after [`Ccl::wait_for_device_peers`] (called
+    /// just before the launch): for a barrier-framed kernel whose rank may have launched
+    /// anything before it.
     fn framed(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
-        let config = ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())?;
+        let config = self.co_resident(ccl)?;
         ccl.wait_for_device_peers()?;
         Ok(config)
     }
