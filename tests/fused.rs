@@ -644,7 +644,7 @@ fn fused_matmul_shapes_are_checked_before_anything_runs() {
 fn reduce_with(
     ccl: &Ccl<'_>,
     a: &iris::Buffer<'_, bf16>,
-    b: &iris::Buffer<'_, bf16>,
+    b: ccl::MatrixB<'_, bf16>,
     staging: &iris::SymmetricBuffer<'_, f32>,
     c: &iris::SymmetricBuffer<'_, f32>,
     k: usize,
@@ -662,8 +662,9 @@ fn reduce_with(
 /// rank's memory (the rank may only be late, and using its buffers for something else):
 /// rank 1 skips the call; rank 0's call fails naming it, rank 1's `staging` and `c` keep
 /// what they held, and rank 0's `c` too (its own rows of the product, computed before the
-/// wait, stay in its own `staging`). Every form of both reductions, each on a fresh
-/// communicator (one that gave up stays broken).
+/// wait, stay in its own `staging`). Every form of both reductions with B and with Bᵀ
+/// (each GEMM kernel checks), each on a fresh communicator (one that gave up stays
+/// broken).
 #[test]
 fn a_fused_gemm_that_gives_up_on_a_rank_writes_nothing_of_it() {
     for backend in common::backends() {
@@ -672,50 +673,57 @@ fn a_fused_gemm_that_gives_up_on_a_rank_writes_nothing_of_it() {
             .heap_bytes(16 << 20)
             .timeout(std::time::Duration::from_secs(60))
             .run(|iris| {
-                let (part, n, k) = (128, 128, 64);
+                let (part, n, k) = (128, 256, 64);
                 let rows = 2 * part;
                 let a = iris.full(rows * k, bf16::from_f32(0.5))?;
                 let b = iris.full(k * n, bf16::from_f32(0.25))?;
                 let mut problems = Vec::new();
+                let mut forms = Vec::new();
                 for algo in [MatmulReduceAlgo::IntoOwners, MatmulReduceAlgo::AfterGemm] {
                     for everywhere in [false, true] {
-                        let what = if everywhere {
-                            "all_reduce"
-                        } else {
-                            "reduce_scatter"
-                        };
-                        let c_len = if everywhere { rows * n } else { part * n };
-                        let ccl = Ccl::new(iris)?.with_autotune(false);
-                        // Every rank once (its kernels loaded), then fresh buffers.
-                        let staging = iris.symmetric_zeros::<f32>(rows * n)?;
-                        let c = iris.symmetric_zeros::<f32>(c_len)?;
-                        reduce_with(&ccl, &a, &b, &staging, &c, k, algo, everywhere)?;
-                        ccl.synchronize()?;
-                        let staging = iris.symmetric_full(rows * n, 7.0f32)?;
-                        let c = iris.symmetric_full(c_len, f32::NAN)?;
-                        iris.barrier()?;
-                        if iris.rank() == 0 {
-                            let ccl = ccl.with_wait_limit(std::time::Duration::from_millis(200));
-                            reduce_with(&ccl, &a, &b, &staging, &c, k, algo, everywhere)?;
-                            match ccl.synchronize() {
-                                Err(e) if e.to_string().contains("rank 1 did not arrive") => {}
-                                other => problems.push(format!(
-                                    "{algo:?} {what}: rank 0 should give up on rank 1: {other:?}"
-                                )),
-                            }
-                            if c.to_vec()?.iter().any(|x| !x.is_nan()) {
-                                problems.push(format!("{algo:?} {what}: rank 0's c was written"));
-                            }
+                        for transposed in [false, true] {
+                            forms.push((algo, everywhere, transposed));
                         }
-                        iris.barrier()?;
-                        if iris.rank() == 1 {
-                            if staging.to_vec()?.iter().any(|&x| x != 7.0) {
-                                problems
-                                    .push(format!("{algo:?} {what}: rank 1's staging was written"));
-                            }
-                            if c.to_vec()?.iter().any(|x| !x.is_nan()) {
-                                problems.push(format!("{algo:?} {what}: rank 1's c was written"));
-                            }
+                    }
+                }
+                for (algo, everywhere, transposed) in forms {
+                    let layout = if transposed { "Bᵀ" } else { "B" };
+                    let what = if everywhere {
+                        format!("all_reduce, {layout}")
+                    } else {
+                        format!("reduce_scatter, {layout}")
+                    };
+                    let c_len = if everywhere { rows * n } else { part * n };
+                    let ccl = Ccl::new(iris)?.with_autotune(false);
+                    // Every rank once (its kernels loaded), then fresh buffers.
+                    let staging = iris.symmetric_zeros::<f32>(rows * n)?;
+                    let c = iris.symmetric_zeros::<f32>(c_len)?;
+                    let b_of = || layout_of(&b, transposed);
+                    reduce_with(&ccl, &a, b_of(), &staging, &c, k, algo, everywhere)?;
+                    ccl.synchronize()?;
+                    let staging = iris.symmetric_full(rows * n, 7.0f32)?;
+                    let c = iris.symmetric_full(c_len, f32::NAN)?;
+                    iris.barrier()?;
+                    if iris.rank() == 0 {
+                        let ccl = ccl.with_wait_limit(std::time::Duration::from_millis(200));
+                        reduce_with(&ccl, &a, b_of(), &staging, &c, k, algo, everywhere)?;
+                        match ccl.synchronize() {
+                            Err(e) if e.to_string().contains("rank 1 did not arrive") => {}
+                            other => problems.push(format!(
+                                "{algo:?} {what}: rank 0 should give up on rank 1: {other:?}"
+                            )),
+                        }
+                        if c.to_vec()?.iter().any(|x| !x.is_nan()) {
+                            problems.push(format!("{algo:?} {what}: rank 0's c was written"));
+                        }
+                    }
+                    iris.barrier()?;
+                    if iris.rank() == 1 {
+                        if staging.to_vec()?.iter().any(|&x| x != 7.0) {
+                            problems.push(format!("{algo:?} {what}: rank 1's staging was written"));
+                        }
+                        if c.to_vec()?.iter().any(|x| !x.is_nan()) {
+                            problems.push(format!("{algo:?} {what}: rank 1's c was written"));
                         }
                     }
                 }
