@@ -501,7 +501,10 @@ impl<'ctx> Moe<'ctx> {
         args.pointer(&self.slots)?;
         args.pointer(&out.local_ptr())?;
         self.tail(ccl, &mut args, &[s.hidden as u64, s.capacity as u64])?;
-        iris.launch(self.framed(ccl)?, args)
+        let config = self.co_resident(ccl)?;
+        // Its blocks wait for the other ranks, whose earlier kernels may still run.
+        ccl.wait_for_device_peers()?;
+        iris.launch(config, args)
     }
 
     /// How many rows each rank sent each of this rank's experts in the last dispatch:
@@ -554,9 +557,12 @@ impl<'ctx> Moe<'ctx> {
             s.tokens as u64,
             s.experts as u64,
         )?;
+        let config = self.co_resident(ccl)?;
+        // Its blocks wait for the other ranks, whose earlier kernels may still run.
+        ccl.wait_for_device_peers()?;
         kernels::moe_layout::launch(
             iris,
-            self.framed(ccl)?,
+            config,
             &idx.local_ptr(),
             &self.chunk_counts,
             &self.totals,
@@ -594,15 +600,6 @@ impl<'ctx> Moe<'ctx> {
     /// dispatch, a combine: their blocks wait for the other ranks).
     fn co_resident(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
         ccl.launch_config_for(KernelId::MoeDispatch.unit(), ccl.block_threads())
-    }
-
-    /// [`co_resident`](Self::co_resident), after [`Ccl::wait_for_device_peers`] (called
-    /// just before the launch): for a barrier-framed kernel whose rank may have launched
-    /// anything before it.
-    fn framed(&self, ccl: &Ccl<'ctx>) -> Result<LaunchConfig> {
-        let config = self.co_resident(ccl)?;
-        ccl.wait_for_device_peers()?;
-        Ok(config)
     }
 
     /// `idx` holds `tokens * top_k` expert ids.

@@ -40,22 +40,7 @@ pub mod warpgroup_kernels {
         let (br, bc) = (tile[0], tile[1]);
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
-        wide_block(
-            sa,
-            sb,
-            a,
-            br,
-            bt,
-            bc,
-            n,
-            k,
-            c,
-            row0 + br,
-            me,
-            peers,
-            world,
-            false,
-        );
+        wide_block(sa, sb, a, br, bt, bc, n, k, c, row0 + br, me, peers, world);
     }
 
     /// `warpgroup_256` over ranks' rows of A where they are (all-gather then GEMM, fused),
@@ -79,9 +64,7 @@ pub mod warpgroup_kernels {
         let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
         let (row, c_row) = (br % m, source * m + br % m);
-        wide_block(
-            sa, sb, rows, row, bt, bc, n, k, c, c_row, me, 1, world, false,
-        );
+        wide_block(sa, sb, rows, row, bt, bc, n, k, c, c_row, me, 1, world);
     }
 
     /// `warpgroup_256` over every rank's rows of A, copied ahead into this rank's
@@ -122,7 +105,6 @@ pub mod warpgroup_kernels {
                 me,
                 1,
                 world,
-                false,
             );
         }
     }
@@ -142,14 +124,12 @@ pub mod warpgroup_kernels {
         world: u32,
         first: u32,
     ) {
-        // After a barrier that gave up, nothing goes into a peer's staging. Each thread
-        // reads the word here and uses it only after the k loop, so the read's round trip
-        // can hide behind the GEMM: a block-wide check before the loop (a read, then a
-        // block barrier) makes this kernel's one block a multiprocessor wait at every
-        // tile's start (docs/performance.md, "where 25 µs of them went"). Threads need
-        // not agree: a launch that stores into peers comes after the barrier kernels that
-        // write the word, so they all read the same; the own rows' launch may run beside
-        // a wait that sets it, and stores only into this rank.
+        // After a barrier that gave up, nothing goes into a peer's staging: the tile is
+        // stored into no rank. Each thread reads the word here and uses it only after the
+        // k loop (no block barrier before the GEMM). Threads need not agree: a launch
+        // that stores into peers comes after the barrier kernels that write the word, so
+        // they all read the same; the own rows' launch may run beside a wait that sets
+        // it, and stores only into this rank.
         let broken = ccl_broken(signals, me);
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
@@ -168,17 +148,15 @@ pub mod warpgroup_kernels {
             staging,
             me * part + row,
             owner,
-            1,
+            if broken { 0 } else { 1 },
             world,
-            broken,
         );
     }
 
     /// One 128 x 256 tile of C: rows `a_row..` of A (`k` columns) times rows `bc..` of Bᵀ
     /// (`n x k`), stored at rows `c_row..`, columns `bc..` of `c` (`n` columns) in the
-    /// copies of `peers` ranks from `me` on (nowhere where `skip_store`). Every thread of
-    /// the block calls it; inlined into each kernel (out of line, its shared-memory
-    /// pointers would be generic ones).
+    /// copies of `peers` ranks from `me` on. Every thread of the block calls it; inlined
+    /// into each kernel (out of line, its shared-memory pointers would be generic ones).
     #[inline(always)]
     fn wide_block<T: MmaElement>(
         sa: *mut T,
@@ -194,7 +172,6 @@ pub mod warpgroup_kernels {
         me: u32,
         peers: u32,
         world: u32,
-        skip_store: bool,
     ) {
         let br = a_row;
         let group = thread_idx_x() / 128;
@@ -240,9 +217,6 @@ pub mod warpgroup_kernels {
         }
         left = wg_wait(left, 0);
         right = wg_wait(right, 0);
-        if skip_store {
-            return;
-        }
         let at = ((c_row + group * 64) * n + bc) as usize;
         for p in 0..peers {
             let peer = (me + p) % world;
