@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A timing experiment on the fused reductions (`matmul_reduce_scatter`,
+# `matmul_all_reduce` into owners, Bᵀ): a bench built from HEAD with
+# fused-reductions-modes.patch applied reads IRIS_EXP, a sum of switches that each drop or
+# change one part of the call's code, so that one GPU call measures every part against
+# HEAD. The switches (results may be wrong with 1 and 8; timing only):
+#   1  scatter_wide: no check of the communicator's broken word at all
+#   2  scatter_wide: the check as a plain load of this rank's own copy (no peer table)
+#   4  sum_parts: four vectors a thread, the four loads of each part issued together
+#   8  sum_parts: no check of the broken word
+# The patch never goes into the library: an environment variable that skips the
+# broken-word check would let a user's process write into a peer that gave up.
+#
+# Usage:
+#   here (builds two bundles, about 3 minutes on 2 cores):
+#     scripts/experiments/fused-reductions.sh build
+#   then on the GPU machine, carrying .device-bundle-h0 and .device-bundle-exp (and an
+#   older commit's bundle as .device-bundle-old, if one was made, e.g. with
+#   scripts/device-bundle.sh in a worktree of 5e262f6):
+#     [ROUNDS=3] [MODES="0 1 2 4 12 5"] [BUDGET_S=420] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
+#   The run prints one line a bench run: the reduce-scatter and all-reduce GEMMs into
+#   owners (ms and the ratio against the unfused sequence of the same run) and the GEMM
+#   alone, each rank 4096 x 4096 x 4096 (`--gemm 1024x4096x4096`, 4 ranks as threads;
+#   GEMM and ITERS change the shape and the bench's iterations, e.g. for a check on the CPU).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+build() {
+    local tree=/tmp/iris-fused-reductions-exp
+    IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
+    rm -rf "$tree"
+    git worktree add -f --detach "$tree" HEAD >/dev/null
+    git -C "$tree" apply "$root/scripts/experiments/fused-reductions-modes.patch"
+    (cd "$tree" && CARGO_TARGET_DIR="$root/target/experiment" IRIS_BUNDLE_DIR=.device-bundle-exp \
+        scripts/device-bundle.sh --release bench:ccl_ops)
+    rm -rf .device-bundle-exp
+    mv "$tree/.device-bundle-exp" .
+    git worktree remove --force "$tree"
+    echo "built .device-bundle-h0 (HEAD) and .device-bundle-exp (HEAD + the patch)"
+}
+
+# One line from a bench log: `CASE ms ratio` for the rows this experiment compares.
+summarize() {
+    local log=$1
+    awk '
+        /\(warpgroup_256, Bᵀ(, into owners)?\)/ && /^matmul_/ || /the GEMM alone \(warpgroup_256/ {
+            split($0, half, "]");
+            n = split(half[2], f, " ");
+            ms = f[1]; ratio = "";
+            for (i = 1; i <= n; i++) if (f[i] ~ /^[0-9.]+x$/) { ratio = f[i]; break }
+            name = ($0 ~ /matmul_reduce_scatter/) ? "RS" : ($0 ~ /matmul_all_reduce/) ? "AR" : "GEMM";
+            printf "%s %s %s  ", name, ms, ratio
+        }
+        END { print "" }' "$log"
+}
+
+run() {
+    local out=${OUT:-/tmp/fused-reductions} start=$SECONDS
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true
+    local variants=()
+    [[ -x .device-bundle-old/bench-iris-ccl_ops ]] && variants+=(old:0)
+    variants+=(h0:0)
+    for mode in ${MODES:-0 1 2 4 12 5}; do variants+=("exp:$mode"); done
+    for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
+        for v in "${variants[@]}"; do
+            ((SECONDS - start > ${BUDGET_S:-420})) && { echo "stopped: time budget"; return; }
+            local bundle=${v%%:*} mode=${v#*:} log
+            log="$out/$bundle-$mode-$round.log"
+            IRIS_EXP=$mode timeout 120 ".device-bundle-$bundle/bench-iris-ccl_ops" --bench \
+                --ranks 4 --iters "${ITERS:-20}" --only gemm --gemm "${GEMM:-1024x4096x4096}" >"$log" 2>&1 \
+                || echo "$v round $round: rc=$?"
+            printf '%-8s r%s  %s\n' "$v" "$round" "$(summarize "$log")"
+        done
+    done
+}
+
+case ${1:-} in
+    build) build ;;
+    run) run ;;
+    summarize) summarize "$2" ;;
+    *)
+        echo "usage: $0 build|run|summarize LOG" >&2
+        exit 2
+        ;;
+esac
