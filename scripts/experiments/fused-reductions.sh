@@ -14,6 +14,12 @@
 #   64 the bench: no `ccl.barrier` timing before the GEMM rows (2000 barriers that
 #      b6d2b0d added at the start of every run, the only bench change in the commits
 #      where the Bᵀ reductions lost their 25 us)
+#   128 scatter_wide: one block in four also adds one tile's parts inside its k loop (a
+#      vector a thread in each of the first 32 steps, between issuing the step's wgmma
+#      and waiting for it; the parts of this rank's own copy, the sum stored into it):
+#      the reduce-scatter's whole sum work done beside the matrix units, the sum pass
+#      still after it, so the time it adds is what that work costs inside the GEMM;
+#      256 the same with the sum stored into every rank's copy (the all-reduce's work)
 # The patch never goes into the library: an environment variable that skips the
 # broken-word check would let a user's process write into a peer that gave up.
 #
@@ -23,7 +29,7 @@
 #   then on the GPU machine, carrying .device-bundle-h0 and .device-bundle-exp (and an
 #   older commit's bundle as .device-bundle-old, if one was made, e.g. with
 #   scripts/device-bundle.sh in a worktree of 5e262f6):
-#     [ROUNDS=3] [MODES="0 1 2 4 16 64"] [BUDGET_S=420] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
+#     [ROUNDS=3] [MODES="0 1 2 4 16 64 128 256"] [BUDGET_S=480] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
 #   The run prints one line a bench run: the reduce-scatter and all-reduce GEMMs into
 #   owners (ms and the ratio against the unfused sequence of the same run) and the GEMM
 #   alone, each rank 4096 x 4096 x 4096 (`--gemm 1024x4096x4096`, 4 ranks as threads;
@@ -69,10 +75,10 @@ run() {
     local variants=()
     [[ -x .device-bundle-old/bench-iris-ccl_ops ]] && variants+=(old:0)
     variants+=(h0:0)
-    for mode in ${MODES:-0 1 2 4 16 64}; do variants+=("exp:$mode"); done
+    for mode in ${MODES:-0 1 2 4 16 64 128 256}; do variants+=("exp:$mode"); done
     for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
         for v in "${variants[@]}"; do
-            ((SECONDS - start > ${BUDGET_S:-420})) && { echo "stopped: time budget"; return; }
+            ((SECONDS - start > ${BUDGET_S:-480})) && { echo "stopped: time budget"; return; }
             local bundle=${v%%:*} mode=${v#*:} log
             log="$out/$bundle-$mode-$round.log"
             IRIS_EXP=$mode timeout 120 ".device-bundle-$bundle/bench-iris-ccl_ops" --bench \
