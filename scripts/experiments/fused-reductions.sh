@@ -20,16 +20,23 @@
 #      the reduce-scatter's whole sum work done beside the matrix units, the sum pass
 #      still after it, so the time it adds is what that work costs inside the GEMM;
 #      256 the same with the sum stored into every rank's copy (the all-reduce's work)
+#   512 the third way built (Bᵀ only; correct, for one device): `scatter_wide_sums`
+#      takes the owners' rows in one order on every rank (own rows first, then the
+#      peers' ascending), counts each stored tile on its owner (device scope), and a block
+#      of a later step claims one complete tile of this rank's rows (in order, never
+#      waiting) and adds its parts into `c` inside its k loop; after the barrier,
+#      `sum_rest` adds the tiles not claimed and `reset_tiles` clears the counts
 # The patch never goes into the library: an environment variable that skips the
 # broken-word check would let a user's process write into a peer that gave up.
 #
 # Usage:
-#   here (builds two bundles, about 3 minutes on 2 cores):
+#   here (builds two bundles, the second with tests/fused.rs too, about 5 minutes on 2
+#   cores):
 #     scripts/experiments/fused-reductions.sh build
 #   then on the GPU machine, carrying .device-bundle-h0 and .device-bundle-exp (and an
 #   older commit's bundle as .device-bundle-old, if one was made, e.g. with
 #   scripts/device-bundle.sh in a worktree of 5e262f6):
-#     [ROUNDS=3] [MODES="0 1 2 4 16 64 128 256"] [BUDGET_S=480] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
+#     [ROUNDS=3] [MODES="0 512 16 128 256 1 64 2 4"] [BUDGET_S=480] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
 #   The run prints one line a bench run: the reduce-scatter and all-reduce GEMMs into
 #   owners (ms and the ratio against the unfused sequence of the same run) and the GEMM
 #   alone, each rank 4096 x 4096 x 4096 (`--gemm 1024x4096x4096`, 4 ranks as threads;
@@ -46,7 +53,7 @@ build() {
     git worktree add -f --detach "$tree" HEAD >/dev/null
     git -C "$tree" apply "$root/scripts/experiments/fused-reductions-modes.patch"
     (cd "$tree" && CARGO_TARGET_DIR="$root/target/experiment" IRIS_BUNDLE_DIR=.device-bundle-exp \
-        scripts/device-bundle.sh --release bench:ccl_ops)
+        scripts/device-bundle.sh --release bench:ccl_ops test:fused)
     rm -rf .device-bundle-exp
     mv "$tree/.device-bundle-exp" .
     git worktree remove --force "$tree"
@@ -75,7 +82,14 @@ run() {
     local variants=()
     [[ -x .device-bundle-old/bench-iris-ccl_ops ]] && variants+=(old:0)
     variants+=(h0:0)
-    for mode in ${MODES:-0 1 2 4 16 64 128 256}; do variants+=("exp:$mode"); done
+    for mode in ${MODES:-0 512 16 128 256 1 64 2 4}; do variants+=("exp:$mode"); done
+    # Switch 512 changes what the reductions compute: its tests first (exact against the
+    # host, every form), once.
+    if [[ -x .device-bundle-exp/test-iris-fused ]]; then
+        IRIS_EXP=512 timeout 300 .device-bundle-exp/test-iris-fused --test-threads=1 \
+            >"$out/fused-512.log" 2>&1
+        echo "tests/fused.rs with switch 512: rc=$? $(grep -E '^test result' "$out/fused-512.log")"
+    fi
     for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
         for v in "${variants[@]}"; do
             ((SECONDS - start > ${BUDGET_S:-480})) && { echo "stopped: time budget"; return; }
