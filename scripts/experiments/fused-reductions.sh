@@ -3,7 +3,8 @@
 # `matmul_all_reduce` into owners, Bᵀ): a bench built from HEAD with
 # fused-reductions-modes.patch applied reads IRIS_EXP, a sum of switches that each drop or
 # change one part of the call's code, so that one GPU call measures every part against
-# HEAD. The switches (results may be wrong with 1 and 8; timing only):
+# HEAD. The switches (1, 8, 128 and 256 time code whose results are wrong; 512 is
+# correct):
 #   1  scatter_wide: no check of the communicator's broken word at all
 #   2  scatter_wide: the check as a plain load of this rank's own copy (no peer table)
 #   4  sum_parts: four vectors a thread, the four loads of each part issued together
@@ -26,8 +27,9 @@
 #      of a later step claims one complete tile of this rank's rows (in order, never
 #      waiting) and adds its parts into `c` inside its k loop; after the barrier,
 #      `sum_rest` adds the tiles not claimed and `reset_tiles` clears the counts
-# The patch never goes into the library: an environment variable that skips the
-# broken-word check would let a user's process write into a peer that gave up.
+# The switches never go into the library as switches (one that skips the broken-word
+# check would let a user's process write into a peer that gave up on it); what measures
+# well becomes a change of its own, with its tests.
 #
 # Usage:
 #   here (builds two bundles, the second with tests/fused.rs too, about 5 minutes on 2
