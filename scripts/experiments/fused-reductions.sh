@@ -38,11 +38,12 @@
 #   then on the GPU machine, carrying .device-bundle-h0 and .device-bundle-exp (and an
 #   older commit's bundle as .device-bundle-old, if one was made, e.g. with
 #   scripts/device-bundle.sh in a worktree of 5e262f6):
-#     [ROUNDS=3] [MODES="0 512 16 128 256 1 64 2 4"] [BUDGET_S=480] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
+#     [ROUNDS=3] [TEST_RUNS=3] [MODES="0 512 16 128 256 1 64 2 4"] [BUDGET_S=480] [GEMM=1024x4096x4096] bash scripts/experiments/fused-reductions.sh run
 #   The run prints one line a bench run: the reduce-scatter and all-reduce GEMMs into
 #   owners (ms and the ratio against the unfused sequence of the same run) and the GEMM
 #   alone, each rank 4096 x 4096 x 4096 (`--gemm 1024x4096x4096`, 4 ranks as threads;
-#   GEMM and ITERS change the shape and the bench's iterations, e.g. for a check on the CPU).
+#   GEMM and ITERS change the shape and the bench's iterations; with IRIS_BACKEND=cpu the
+#   run checks itself here, on the CPU backend, which it otherwise refuses).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -78,19 +79,28 @@ summarize() {
 }
 
 run() {
+    # As the other GPU check scripts (scripts/lib/device-checks.sh): on the GPU or failed
+    # (IRIS_BACKEND=cpu for a check here); a failing run is a table line, not an exit.
+    set +e
+    # shellcheck source=../lib/device-checks.sh
+    source "$root/scripts/lib/device-checks.sh"
+    export IRIS_BACKEND=${IRIS_BACKEND:-cuda} RUST_BACKTRACE=1
+    export IRIS_TEST_BACKENDS=$IRIS_BACKEND
+    [[ $IRIS_BACKEND == cpu ]] || export IRIS_REQUIRE_GPU=1
     local out=${OUT:-/tmp/fused-reductions} start=$SECONDS
     mkdir -p "$out"
-    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true
+    logdir=$out table="$out/fused-reductions.txt" log_prefix=fused-reductions
+    : >"$table"
+    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null
     local variants=()
     [[ -x .device-bundle-old/bench-iris-ccl_ops ]] && variants+=(old:0)
     variants+=(h0:0)
     for mode in ${MODES:-0 512 16 128 256 1 64 2 4}; do variants+=("exp:$mode"); done
     # Switch 512 changes what the reductions compute: its tests first (exact against the
-    # host, every form), once.
+    # host, every form), TEST_RUNS times in a row.
     if [[ -x .device-bundle-exp/test-iris-fused ]]; then
-        IRIS_EXP=512 timeout 300 .device-bundle-exp/test-iris-fused --test-threads=1 \
-            >"$out/fused-512.log" 2>&1
-        echo "tests/fused.rs with switch 512: rc=$? $(grep -E '^test result' "$out/fused-512.log")"
+        repeat "tests/fused.rs, switch 512" "${TEST_RUNS:-3}" 300 \
+            env IRIS_EXP=512 .device-bundle-exp/test-iris-fused --test-threads=1
     fi
     for ((round = 1; round <= ${ROUNDS:-3}; round++)); do
         for v in "${variants[@]}"; do
