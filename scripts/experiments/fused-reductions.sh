@@ -30,6 +30,8 @@
 # The switches never go into the library as switches (one that skips the broken-word
 # check would let a user's process write into a peer that gave up on it); what measures
 # well becomes a change of its own, with its tests.
+# Its results (an H100, one device): docs/performance.md, "The experiment's run"; the
+# third way (512) measured slower than HEAD and stays out.
 #
 # Usage:
 #   here (builds two bundles, the second with tests/fused.rs too, about 5 minutes on 2
