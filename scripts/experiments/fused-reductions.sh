@@ -52,16 +52,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
 build() {
-    local tree=/tmp/iris-fused-reductions-exp
+    # shellcheck source=../lib/patched-bundle.sh
+    source "$root/scripts/lib/patched-bundle.sh"
     IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
-    rm -rf "$tree"
-    git worktree add -f --detach "$tree" HEAD >/dev/null
-    git -C "$tree" apply "$root/scripts/experiments/fused-reductions-modes.patch"
-    (cd "$tree" && CARGO_TARGET_DIR="$root/target/experiment" IRIS_BUNDLE_DIR=.device-bundle-exp \
-        scripts/device-bundle.sh --release bench:ccl_ops test:fused)
-    rm -rf .device-bundle-exp
-    mv "$tree/.device-bundle-exp" .
-    git worktree remove --force "$tree"
+    patched_bundle "$root" "$root/scripts/experiments/fused-reductions-modes.patch" .device-bundle-exp bench:ccl_ops test:fused
     echo "built .device-bundle-h0 (HEAD) and .device-bundle-exp (HEAD + the patch)"
 }
 
