@@ -50,10 +50,10 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
+# shellcheck source=../lib/experiments.sh
+source "$root/scripts/lib/experiments.sh"
 
 build() {
-    # shellcheck source=../lib/patched-bundle.sh
-    source "$root/scripts/lib/patched-bundle.sh"
     IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
     patched_bundle "$root" "$root/scripts/experiments/fused-reductions-modes.patch" .device-bundle-exp bench:ccl_ops test:fused
     echo "built .device-bundle-h0 (HEAD) and .device-bundle-exp (HEAD + the patch)"
@@ -77,17 +77,8 @@ summarize() {
 run() {
     # As the other GPU check scripts (scripts/lib/device-checks.sh): on the GPU or failed
     # (IRIS_BACKEND=cpu for a check here); a failing run is a table line, not an exit.
-    set +e
-    # shellcheck source=../lib/device-checks.sh
-    source "$root/scripts/lib/device-checks.sh"
-    export IRIS_BACKEND=${IRIS_BACKEND:-cuda} RUST_BACKTRACE=1
-    export IRIS_TEST_BACKENDS=$IRIS_BACKEND
-    [[ $IRIS_BACKEND == cpu ]] || export IRIS_REQUIRE_GPU=1
-    local out=${OUT:-/tmp/fused-reductions} start=$SECONDS
-    mkdir -p "$out"
-    logdir=$out table="$out/fused-reductions.txt" log_prefix=fused-reductions
-    : >"$table"
-    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null
+    experiment_run_begin fused-reductions
+    local out=$logdir start=$SECONDS
     local variants=()
     [[ -x .device-bundle-old/bench-iris-ccl_ops ]] && variants+=(old:0)
     variants+=(h0:0)

@@ -27,27 +27,18 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
+# shellcheck source=../lib/experiments.sh
+source "$root/scripts/lib/experiments.sh"
 
 build() {
-    # shellcheck source=../lib/patched-bundle.sh
-    source "$root/scripts/lib/patched-bundle.sh"
     IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
     patched_bundle "$root" "$root/scripts/experiments/sum-beside.patch" .device-bundle-sb bench:ccl_ops test:fused
     echo "built .device-bundle-h0 (HEAD) and .device-bundle-sb (HEAD + sum-beside.patch)"
 }
 
 run() {
-    set +e
-    # shellcheck source=../lib/device-checks.sh
-    source "$root/scripts/lib/device-checks.sh"
-    export IRIS_BACKEND=${IRIS_BACKEND:-cuda} RUST_BACKTRACE=1
-    export IRIS_TEST_BACKENDS=$IRIS_BACKEND
-    [[ $IRIS_BACKEND == cpu ]] || export IRIS_REQUIRE_GPU=1
-    local out=${OUT:-/tmp/sum-beside} start=$SECONDS
-    mkdir -p "$out"
-    logdir=$out table="$out/sum-beside.txt" log_prefix=sum-beside
-    : >"$table"
-    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null
+    experiment_run_begin sum-beside
+    local out=$logdir start=$SECONDS
     repeat "tests/fused.rs sync stream, sum beside" "${TEST_RUNS:-3}" 200 \
         env IRIS_EXP=1024 .device-bundle-sb/test-iris-fused --test-threads=1 \
         fused_matmuls_with_a_sync_stream_match_the_host
