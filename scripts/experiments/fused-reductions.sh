@@ -54,25 +54,10 @@ cd "$root"
 source "$root/scripts/lib/experiments.sh"
 
 build() {
-    IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
-    patched_bundle "$root" "$root/scripts/experiments/fused-reductions-modes.patch" .device-bundle-exp bench:ccl_ops test:fused
-    echo "built .device-bundle-h0 (HEAD) and .device-bundle-exp (HEAD + the patch)"
+    experiment_bundles "$root/scripts/experiments/fused-reductions-modes.patch" .device-bundle-exp \
+        bench:ccl_ops test:fused
 }
 
-# One line from a bench log: `CASE ms ratio` for the rows this experiment compares.
-summarize() {
-    local log=$1
-    awk '
-        /\(warpgroup_256, Bᵀ(, into owners)?\)/ && /^matmul_/ || /the GEMM alone \(warpgroup_256/ {
-            split($0, half, "]");
-            n = split(half[2], f, " ");
-            ms = f[1]; ratio = "";
-            for (i = 1; i <= n; i++) if (f[i] ~ /^[0-9.]+x$/) { ratio = f[i]; break }
-            name = ($0 ~ /matmul_reduce_scatter/) ? "RS" : ($0 ~ /matmul_all_reduce/) ? "AR" : "GEMM";
-            printf "%s %s %s  ", name, ms, ratio
-        }
-        END { print "" }' "$log"
-}
 
 run() {
     # As the other GPU check scripts (scripts/lib/device-checks.sh): on the GPU or failed
@@ -97,7 +82,7 @@ run() {
             IRIS_EXP=$mode timeout 120 ".device-bundle-$bundle/bench-iris-ccl_ops" --bench \
                 --ranks 4 --iters "${ITERS:-20}" --only gemm --gemm "${GEMM:-1024x4096x4096}" >"$log" 2>&1 \
                 || echo "$v round $round: rc=$?"
-            printf '%-8s r%s  %s\n' "$v" "$round" "$(summarize "$log")"
+            printf '%-8s r%s  %s\n' "$v" "$round" "$(experiment_summary "$log")"
         done
     done
 }
@@ -105,7 +90,7 @@ run() {
 case ${1:-} in
     build) build ;;
     run) run ;;
-    summarize) summarize "$2" ;;
+    summarize) experiment_summary "$2" ;;
     *)
         echo "usage: $0 build|run|summarize LOG" >&2
         exit 2

@@ -31,9 +31,8 @@ cd "$root"
 source "$root/scripts/lib/experiments.sh"
 
 build() {
-    IRIS_BUNDLE_DIR=.device-bundle-h0 scripts/device-bundle.sh --release bench:ccl_ops
-    patched_bundle "$root" "$root/scripts/experiments/sum-beside.patch" .device-bundle-sb bench:ccl_ops test:fused
-    echo "built .device-bundle-h0 (HEAD) and .device-bundle-sb (HEAD + sum-beside.patch)"
+    experiment_bundles "$root/scripts/experiments/sum-beside.patch" .device-bundle-sb \
+        bench:ccl_ops test:fused
 }
 
 run() {
@@ -56,7 +55,7 @@ run() {
             IRIS_SHARED_CARVEOUT=$carveout IRIS_EXP=$mode IRIS_SUM_BLOCKS=$blocks timeout 120 ".device-bundle-$bundle/bench-iris-ccl_ops" --bench \
                 --ranks 4 --iters "${ITERS:-20}" --only gemm --gemm "${GEMM:-1024x4096x4096}" \
                 --sync-stream "$sync" >"$log" 2>&1 || echo "$v round $round: rc=$?"
-            printf '%-16s r%s  %s\n' "$v" "$round" "$(bash scripts/experiments/fused-reductions.sh summarize "$log")" | tee -a "$table"
+            printf '%-16s r%s  %s\n' "$v" "$round" "$(experiment_summary "$log")" | tee -a "$table"
         done
     done
     echo "--- table"

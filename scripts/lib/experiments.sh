@@ -1,6 +1,7 @@
 # What the experiment scripts (scripts/experiments/) share (sourced, not run):
-# `patched_bundle`, which builds a bundle of HEAD with a patch applied, in a worktree of
-# its own, and `experiment_run_begin`, which sets up a run on the GPU machine.
+# `experiment_bundles`, which builds HEAD's bench and a bundle of HEAD with a patch
+# applied, `experiment_run_begin`, which sets up a run on the GPU machine, and
+# `experiment_summary`, one line from a bench log.
 
 # ROOT PATCH BUNDLE TARGET...: HEAD with PATCH applied, in a temporary worktree, built
 # with `scripts/device-bundle.sh --release TARGET...` (into ROOT/target/experiment, so the
@@ -8,8 +9,7 @@
 patched_bundle() {
     local root=$1 patch=$2 bundle=$3 tree
     shift 3
-    tree=$(mktemp -d /tmp/iris-patched.XXXXXX)
-    rm -rf "$tree"
+    tree=$(mktemp -u /tmp/iris-patched.XXXXXX)
     git -C "$root" worktree add -f --detach "$tree" HEAD >/dev/null
     git -C "$tree" apply "$patch"
     (cd "$tree" && CARGO_TARGET_DIR="$root/target/experiment" IRIS_BUNDLE_DIR="$bundle" \
@@ -17,6 +17,16 @@ patched_bundle() {
     rm -rf "${root:?}/$bundle"
     mv "$tree/$bundle" "$root/"
     git -C "$root" worktree remove --force "$tree"
+}
+
+# PATCH BUNDLE TARGET...: HEAD's bench into .device-bundle-h0 (the reference), and HEAD
+# with PATCH applied into BUNDLE (`patched_bundle`); needs `root`.
+experiment_bundles() {
+    local patch=$1 bundle=$2
+    shift 2
+    IRIS_BUNDLE_DIR=.device-bundle-h0 "$root/scripts/device-bundle.sh" --release bench:ccl_ops
+    patched_bundle "$root" "$patch" "$bundle" "$@"
+    echo "built .device-bundle-h0 (HEAD) and $bundle (HEAD + $(basename "$patch"))"
 }
 
 # NAME: a run on the GPU machine, or here with IRIS_BACKEND=cpu (as the GPU check scripts:
@@ -34,4 +44,20 @@ experiment_run_begin() {
     mkdir -p "$logdir"
     : >"$table"
     nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null
+}
+
+# LOG: one line from a bench log, `CASE ms ratio` for the rows the experiments compare
+# (the reduce-scatter and all-reduce GEMMs into owners with Bᵀ, and the GEMM alone).
+experiment_summary() {
+    local log=$1
+    awk '
+        /\(warpgroup_256, Bᵀ(, into owners)?\)/ && /^matmul_/ || /the GEMM alone \(warpgroup_256/ {
+            split($0, half, "]");
+            n = split(half[2], f, " ");
+            ms = f[1]; ratio = "";
+            for (i = 1; i <= n; i++) if (f[i] ~ /^[0-9.]+x$/) { ratio = f[i]; break }
+            name = ($0 ~ /matmul_reduce_scatter/) ? "RS" : ($0 ~ /matmul_all_reduce/) ? "AR" : "GEMM";
+            printf "%s %s %s  ", name, ms, ratio
+        }
+        END { print "" }' "$log"
 }
