@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# A probe for why the sum beside the GEMM lost (docs/performance.md, "The sum beside the
+# GEMM"): does a block that takes 192 KiB of shared memory, as the wgmma GEMMs' do, start
+# on a multiprocessor that holds a spinning 256-thread block of another kernel on the
+# rank's sync stream? The probe is coresidency.patch (examples/coresidency.rs, kept out of
+# the library); each line it prints gives the time of the 192 KiB kernel beside G spinning
+# blocks and the two times it would take if the blocks share multiprocessors or not.
+#
+# Usage:
+#   here: scripts/experiments/coresidency.sh build   (HEAD with the patch, the example,
+#         into .device-bundle-probe; about 2 minutes on 2 cores)
+#   on the GPU machine, carrying .device-bundle-probe:
+#     [SPINS=0,8,32,128] bash scripts/experiments/coresidency.sh run
+#   (IRIS_BACKEND=cpu checks it here.)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+# shellcheck source=../lib/experiments.sh
+source "$root/scripts/lib/experiments.sh"
+
+build() {
+    patched_bundle "$root" "$root/scripts/experiments/coresidency.patch" .device-bundle-probe \
+        example:coresidency
+}
+
+run() {
+    experiment_run_begin coresidency
+    for carveout in "" max; do
+        echo "IRIS_SHARED_CARVEOUT=${carveout:-unset}" | tee -a "$table"
+        IRIS_SHARED_CARVEOUT=$carveout timeout 120 .device-bundle-probe/example-iris-coresidency \
+            "${SPINS:-0,8,32,128}" 2>&1 | tee -a "$table" || echo "rc=$?" | tee -a "$table"
+    done
+    echo "--- table"
+    cat "$table"
+}
+
+case ${1:-} in
+    build) build ;;
+    run) run ;;
+    *)
+        echo "usage: $0 build|run" >&2
+        exit 2
+        ;;
+esac
