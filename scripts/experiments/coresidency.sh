@@ -35,11 +35,4 @@ run() {
     cat "$table"
 }
 
-case ${1:-} in
-    build) build ;;
-    run) run ;;
-    *)
-        echo "usage: $0 build|run" >&2
-        exit 2
-        ;;
-esac
+experiment_main "$@"

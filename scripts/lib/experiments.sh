@@ -1,7 +1,8 @@
 # What the experiment scripts (scripts/experiments/) share (sourced, not run):
 # `experiment_bundles`, which builds HEAD's bench and a bundle of HEAD with a patch
 # applied, `experiment_run_begin`, which sets up a run on the GPU machine, and
-# `experiment_summary`, one line from a bench log.
+# `experiment_summary`, one line from a bench log, and `experiment_main`, the scripts'
+# `build|run` dispatch.
 
 # ROOT PATCH BUNDLE TARGET...: HEAD with PATCH applied, in a temporary worktree, built
 # with `scripts/device-bundle.sh --release TARGET...` (into ROOT/target/experiment, so the
@@ -60,4 +61,17 @@ experiment_summary() {
             printf "%s %s %s  ", name, ms, ratio
         }
         END { print "" }' "$log"
+}
+
+# ARGS: the experiment script's command line: `build` or `run` (the script's functions of
+# those names).
+experiment_main() {
+    case ${1:-} in
+        build) build ;;
+        run) run ;;
+        *)
+            echo "usage: $0 build|run" >&2
+            exit 2
+            ;;
+    esac
 }
