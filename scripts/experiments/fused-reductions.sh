@@ -58,7 +58,6 @@ build() {
         bench:ccl_ops test:fused
 }
 
-
 run() {
     # As the other GPU check scripts (scripts/lib/device-checks.sh): on the GPU or failed
     # (IRIS_BACKEND=cpu for a check here); a failing run is a table line, not an exit.
@@ -87,12 +86,4 @@ run() {
     done
 }
 
-case ${1:-} in
-    build) build ;;
-    run) run ;;
-    summarize) experiment_summary "$2" ;;
-    *)
-        echo "usage: $0 build|run|summarize LOG" >&2
-        exit 2
-        ;;
-esac
+experiment_main "$@"
