@@ -115,7 +115,8 @@ pub mod barrier {
     /// wait began (or another rank already gave up: the communicator is broken and every
     /// later wait returns at once). The first 1024 polls of each peer go back to back,
     /// then a 256 ns sleep separates polls, each of which also checks whether another rank
-    /// gave up, whether the world aborted and whether the time is up. Records the wait's
+    /// gave up and whether the time is up, and once a millisecond whether the
+    /// world aborted (host memory). Records the wait's
     /// time in word 3 when it is the longest yet (a read first, so a long-stable maximum
     /// costs no atomic).
     pub fn ccl_wait(
@@ -128,6 +129,7 @@ pub mod barrier {
     ) -> u32 {
         let row = signals.add((260 + slot as u64 * world as u64) as usize);
         let start = global_timer_ns();
+        let mut abort_at = 0u64;
         for peer in 0..world {
             let cell = row.add(peer as usize);
             let mut polls = 0u64;
@@ -139,8 +141,17 @@ pub mod barrier {
                         ccl_told_to_stop(signals, me, timeout_ns);
                         return broken as u32;
                     }
-                    // Past the limit, or another rank failed (the world aborted).
-                    if global_timer_ns() - start >= timeout_ns || world_aborted(signals) {
+                    // Past the limit, or another rank failed (the world aborted). The
+                    // abort flag is host memory, read once a millisecond (as the
+                    // language's `signal_wait_until` does): many threads reading it at
+                    // every poll slow the device's other kernels.
+                    let waited = global_timer_ns() - start;
+                    let mut aborted = false;
+                    if waited >= abort_at {
+                        abort_at = waited + 1_000_000;
+                        aborted = world_aborted(signals);
+                    }
+                    if waited >= timeout_ns || aborted {
                         ccl_give_up(signals, slot, epoch, me, world, peer);
                         return peer + 1;
                     }

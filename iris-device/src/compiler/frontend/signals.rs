@@ -6,7 +6,8 @@
 //!
 //! The wait (see `wait_tokens`): `Relaxed` polls of this rank's copy (the rank is the
 //! table's header word), back to back for the first polls, then with `nanosleep` between
-//! them, checking the world's abort flag, the rank's fault record (once a wait or a peer
+//! them, checking the world's abort flag (host memory: once a millisecond a thread), the
+//! rank's fault record (once a wait or a peer
 //! check failed, later waits give up at once) and the device clock against the wait limit
 //! (header words, see [`crate::abi::peer_table`]); after the last poll one `Acquire`
 //! fence (an acquire load a poll would invalidate NVIDIA's L1, or AMD's L2 with
@@ -33,6 +34,11 @@ const EAGER_POLLS: u32 = 4096;
 const UNROLL: usize = 8;
 /// Nanoseconds a wait sleeps between later polls.
 const BACKOFF_NS: u32 = 128;
+/// Nanoseconds between a waiting thread's reads of the world's abort flag. The flag is
+/// host memory, read across the bus: read at every poll by many waiting threads, those
+/// reads slow the device (on an H100 a fused GEMM whose 128 waiting blocks did so took
+/// 27 ms instead of 1: docs/performance.md); an abort is still seen within a millisecond.
+pub(crate) const ABORT_CHECK_NS: u64 = 1_000_000;
 
 impl FnBuilder<'_> {
     /// A signal operation `name(..)`.
@@ -325,6 +331,7 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
     let timed_out = encode_wait_fault(WaitFault::TimedOut);
     let aborted = encode_wait_fault(WaitFault::Aborted);
     let cmp_code = cmp as u64;
+    let abort_every = ABORT_CHECK_NS;
     let word = |i: usize| (i * 8) as u64;
     let (w_signal, w_seen, w_expected, w_cmp, w_waited, w_thread) = (
         word(FAULT_SIGNAL),
@@ -343,6 +350,7 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
             let __iris_record: u64 = #record;
             let __iris_start: u64 = iris::global_timer_ns();
             let mut __iris_polls: u32 = 0u32;
+            let mut __iris_abort_at: u64 = 0u64;
             loop {
                 __iris_seen = iris::atomic_load(__iris_sig, __iris_me, Ordering::Relaxed, Scope::System);
                 if #done {
@@ -355,12 +363,14 @@ fn wait_tokens(span: Span, cmp: WaitCmp) -> TokenStream {
                         break;
                     }
                     let mut __iris_code: u64 = 0u64;
-                    if __iris_abort != 0u64 {
+                    let __iris_waited: u64 = iris::global_timer_ns() - __iris_start;
+                    // The abort flag (host memory) once every ABORT_CHECK_NS.
+                    if __iris_abort != 0u64 && __iris_waited >= __iris_abort_at {
+                        __iris_abort_at = __iris_waited + #abort_every;
                         if iris::__iris_word_load(__iris_abort) != 0u64 {
                             __iris_code = #aborted;
                         }
                     }
-                    let __iris_waited: u64 = iris::global_timer_ns() - __iris_start;
                     if __iris_code == 0u64 {
                         if __iris_waited >= __iris_limit {
                             __iris_code = #timed_out;
