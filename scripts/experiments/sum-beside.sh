@@ -10,7 +10,12 @@
 # The code is sum-beside.patch (the `sum_beside` kernel and the flags in `scatter_wide`,
 # src/ccl/matmul.rs, gemm_kernels/warpgroup.rs, communicator.rs); it stays out of the
 # library: on an H100 and an H200 it measured 2.5x to 137x of the unfused way, against
-# 0.93x for HEAD (docs/performance.md, "The sum beside the GEMM"). Its CPU check: the patch applied,
+# 0.93x for HEAD (docs/performance.md, "The sum beside the GEMM"), all of it the waits'
+# reads of the host's abort flag at every poll; reading it once a millisecond (as the
+# library's waits now do) it measured 1.01-1.09x ("Waits that read the abort flag at
+# every poll"). `IRIS_SUM_SKIP` (bits: 1 no wait, 2 no sums, 4 polls check the timer
+# only, 16 and the broken word, 32 and the abort flag, 8 sleep 8 µs, 64 the abort flag
+# at every poll) takes parts out for timing. Its CPU check: the patch applied,
 # `IRIS_EXP=1024 cargo test --all-features --test fused` (9 of 9; the sync-stream test
 # runs the sum beside at 2 and 4 ranks, and fails with the sum's wait taken out).
 #
