@@ -115,10 +115,9 @@ pub mod barrier {
     /// wait began (or another rank already gave up: the communicator is broken and every
     /// later wait returns at once). The first 1024 polls of each peer go back to back,
     /// then a 256 ns sleep separates polls, each of which also checks whether another rank
-    /// gave up and whether the time is up, and once a millisecond whether the
-    /// world aborted (host memory). Records the wait's
-    /// time in word 3 when it is the longest yet (a read first, so a long-stable maximum
-    /// costs no atomic).
+    /// gave up and whether the time is up, and once a millisecond whether the world
+    /// aborted (host memory). Records the wait's time in word 3 when it is the longest
+    /// yet (a read first, so a long-stable maximum costs no atomic).
     pub fn ccl_wait(
         signals: Symmetric<u64>,
         slot: u32,

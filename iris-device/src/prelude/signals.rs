@@ -8,7 +8,7 @@
 //! calls [`signal_wait_until`] on its own copy: it polls with `Relaxed` loads and fences
 //! once (`Acquire`) when the comparison holds, backs off
 //! with `nanosleep`, and gives up after the world's wait limit (90% of `IRIS_TIMEOUT`) or
-//! as soon as the world aborts (another rank failed). A wait that gave up records what it
+//! within a millisecond of the world aborting (another rank failed). A wait that gave up records what it
 //! waited for, and the rank's next `synchronize` returns an error naming the kernel, the
 //! rank, the signal, the value it saw and the value it waited for.
 //!
@@ -88,11 +88,10 @@ pub fn put_signal<T: DeviceValue>(
 ///
 /// The wait is bounded: it backs off with `nanosleep` after its first polls and gives up
 /// after the world's wait limit, or when the world has aborted (within a millisecond: it
-/// reads the host's abort flag once a millisecond), returning the
-/// value it saw last (which does not satisfy the comparison). The rank's next
-/// `synchronize` then returns an error that names the kernel, the signal, the value
-/// seen and the value waited for. Once a wait of the rank gave up, later waits give up
-/// at once.
+/// reads the host's abort flag once a millisecond), returning the value it saw last
+/// (which does not satisfy the comparison). The rank's next `synchronize` then returns
+/// an error that names the kernel, the signal, the value seen and the value waited for.
+/// Once a wait of the rank gave up, later waits give up at once.
 #[inline(always)]
 pub fn signal_wait_until(sig: Symmetric<u64>, cmp: Cmp, value: u64) -> u64 {
     let _ = (sig, cmp, value);

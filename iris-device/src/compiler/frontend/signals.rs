@@ -7,9 +7,9 @@
 //! The wait (see `wait_tokens`): `Relaxed` polls of this rank's copy (the rank is the
 //! table's header word), back to back for the first polls, then with `nanosleep` between
 //! them, checking the world's abort flag (host memory: once a millisecond a thread), the
-//! rank's fault record (once a wait or a peer
-//! check failed, later waits give up at once) and the device clock against the wait limit
-//! (header words, see [`crate::abi::peer_table`]); after the last poll one `Acquire`
+//! rank's fault record (once a wait or a peer check failed, later waits give up at once)
+//! and the device clock against the wait limit (header words, see
+//! [`crate::abi::peer_table`]); after the last poll one `Acquire`
 //! fence (an acquire load a poll would invalidate NVIDIA's L1, or AMD's L2 with
 //! `buffer_inv`, at every poll). A wait that gives up swaps its error code into the fault
 //! record's error word and, if it was the first, writes what it waited for into the
