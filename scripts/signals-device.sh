@@ -10,7 +10,8 @@
 # Needs in .device-bundle/ (scripts/device-bundle.sh, here):
 #   test:host_calls test:world_abort test:message_passing (test:ccl test:graphs if there),
 #   and (--release) example:message_passing bench:alloc_cost (example:gemm if there: the
-#   start-up cost of preloading every kernel unit)
+#   start-up cost of preloading every kernel unit; bench:waiters if there: a GEMM beside
+#   waiting blocks)
 # Compiles benches/reference/pingpong.cu with nvcc when nvcc is there. OUT, when set, gets
 # the logs (signals-*.log) and the table (signals.txt).
 set -uo pipefail
@@ -45,6 +46,11 @@ if command -v nvcc >/dev/null; then
 fi
 echo "== make and drop a local buffer"
 timeout 200 "$bundle/bench-iris-alloc_cost" --bench --iters 500 2>&1 | tee "$logdir/signals-alloc.log" | tail -n 4
+if [[ -x $bundle/bench-iris-waiters ]]; then
+    echo "== a GEMM beside blocks waiting for a signal (iris's wait; one reading the abort flag at every poll)"
+    timeout 200 "$bundle/bench-iris-waiters" --bench --iters 5 2>&1 | tee "$logdir/signals-waiters.log" |
+        tail -n 4 | tee -a "$table"
+fi
 if [[ -x $bundle/example-iris-gemm ]]; then
     echo "== start-up cost of preloading every kernel unit (gemm example, one kernel, JIT cache off)"
     for preload in 1 0; do
