@@ -165,7 +165,12 @@ fn a_kernel_that_spins_forever_is_named_and_the_process_exits() {
         let status = status.unwrap_or_else(|| {
             panic!("{backend}: the child did not exit in 60 s:\n{stdout}\n{stderr}")
         });
-        eprintln!("{backend}: a forever-spinning kernel: the process exited {took:.2?} after it started (IRIS_TIMEOUT 3 s); {}", stdout.lines().find(|l| l.contains("SPIN-CHILD-LAUNCHED")).unwrap_or("no launch line"));
+        // Seconds from the child's start to its spinning kernel's launch (it prints them).
+        let launched = stdout
+            .lines()
+            .find_map(|l| l.split("SPIN-CHILD-LAUNCHED ").nth(1))
+            .and_then(|t| t.trim().parse::<f64>().ok());
+        eprintln!("{backend}: a forever-spinning kernel: the process exited {took:.2?} after it started, the kernel launched at {launched:?} s (IRIS_TIMEOUT 3 s)");
         assert!(status.success(), "{backend}: {status}\n{stdout}\n{stderr}");
         assert!(
             stdout.contains("SPIN-CHILD-RETURNED"),
@@ -183,10 +188,7 @@ fn a_kernel_that_spins_forever_is_named_and_the_process_exits() {
         );
         // From the spinning kernel's launch to the process's exit (the child's start and
         // its modules' first load, which a GPU driver may spend 15 s compiling, excluded).
-        let launched = stdout
-            .lines()
-            .find_map(|l| l.split("SPIN-CHILD-LAUNCHED ").nth(1))
-            .and_then(|t| t.trim().parse::<f64>().ok())
+        let launched = launched
             .unwrap_or_else(|| panic!("{backend}: the child never launched:\n{stdout}\n{stderr}"));
         let after_launch = took.saturating_sub(Duration::from_secs_f64(launched));
         assert!(

@@ -6,11 +6,11 @@
 //! `Release` store at system scope; [`put_signal`] first writes data into the peer's copy
 //! of a symmetric buffer, so a peer that sees the signal sees the data. The waiting rank
 //! calls [`signal_wait_until`] on its own copy: it polls with `Relaxed` loads and fences
-//! once (`Acquire`) when the comparison holds, backs off
-//! with `nanosleep`, and gives up after the world's wait limit (90% of `IRIS_TIMEOUT`) or
-//! within a millisecond of the world aborting (another rank failed). A wait that gave up records what it
-//! waited for, and the rank's next `synchronize` returns an error naming the kernel, the
-//! rank, the signal, the value it saw and the value it waited for.
+//! once (`Acquire`) when the comparison holds, backs off with `nanosleep`, and gives up
+//! after the world's wait limit (90% of `IRIS_TIMEOUT`) or within a millisecond of the
+//! world aborting (another rank failed). A wait that gave up records what it waited for,
+//! and the rank's next `synchronize` returns an error naming the kernel, the rank, the
+//! signal, the value it saw and the value it waited for.
 //!
 //! The `_block` forms are called by every thread of the block (they contain
 //! `sync_threads`): the block's threads share the data movement, and one thread signals

@@ -38,7 +38,7 @@ const BACKOFF_NS: u32 = 128;
 /// host memory, read across the bus: read at every poll by many waiting threads, those
 /// reads slow the device (on an H100 a fused GEMM whose 128 waiting blocks did so took
 /// 27 ms instead of 1: docs/performance.md); an abort is still seen within a millisecond.
-pub(crate) const ABORT_CHECK_NS: u64 = 1_000_000;
+const ABORT_CHECK_NS: u64 = 1_000_000;
 
 impl FnBuilder<'_> {
     /// A signal operation `name(..)`.
