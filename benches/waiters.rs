@@ -14,6 +14,11 @@
 //! ```text
 //! cargo bench --bench waiters -- [--blocks 128] [--gemms 40] [--iters 5]
 //! ```
+//! Every kernel here that waits is loaded with the largest shared-memory split (iris does
+//! so for kernels that may spin); `IRIS_SHARED_CARVEOUT=driver` leaves the split to the
+//! driver, as iris did before 2026-12-06 (the waiting blocks then hold their
+//! multiprocessors at a small split, where no GEMM block starts).
+//!
 //! The GEMMs run long enough (about 10 ms on an H100 at 40) that the waits pass their
 //! eager polls. Prints the median ms over `--iters` (device events) and the ratio to
 //! `alone`, one rank (threads), on the backend `IRIS_BACKEND` names (default: the first

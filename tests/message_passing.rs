@@ -5,7 +5,8 @@
 //! and reorder nothing, on the CPU backend and on every GPU backend present; the same
 //! with iris's signal operations (`put_signal`, `signal_wait_until`); and rounds at 1, 2,
 //! 4 and 8 ranks that allocate and free local and symmetric buffers while a peer's
-//! kernel waits for them, which must neither deadlock nor lose a message.
+//! kernel waits for them, which must neither deadlock nor lose a message. And that the
+//! kernels that wait are the ones the runtime loads as spinning.
 
 mod common;
 
@@ -118,5 +119,51 @@ fn rounds_that_allocate_and_free_while_peers_wait_neither_hang_nor_lose() {
                 "{backend}, {ranks} ranks: rounds intact per rank"
             );
         }
+    }
+}
+
+/// Every kernel of the program by name (instances of a generic kernel by their mangled
+/// names), with whether it may spin.
+fn kernels_that_spin() -> Vec<(&'static str, bool)> {
+    iris::abi::KERNEL_UNITS
+        .iter()
+        .flat_map(|unit| unit.kernels.iter().map(|k| (k.name, k.spins)))
+        .collect()
+}
+
+/// Kernels that wait for another rank, by hand or with `signal_wait_until`, and the
+/// collectives' barrier kernels may spin (so on NVIDIA GPUs the runtime gives them the
+/// largest shared-memory split, and a waiting consumer never holds a multiprocessor its
+/// producer's GEMM blocks need); kernels that only store, and the GEMMs, do not.
+#[test]
+fn kernels_that_wait_are_marked_as_spinning_and_the_others_are_not() {
+    let all = kernels_that_spin();
+    // A kernel's name, or a generic kernel's instances (`name__T..`).
+    let spins = |kernel: &str| -> bool {
+        let instance = format!("{kernel}__");
+        let found: Vec<bool> = all
+            .iter()
+            .filter(|(name, _)| *name == kernel || name.starts_with(&instance))
+            .map(|&(_, spins)| spins)
+            .collect();
+        assert!(!found.is_empty(), "no kernel {kernel}: {all:?}");
+        assert!(
+            found.iter().all(|&s| s == found[0]),
+            "the kernels {kernel} disagree: {all:?}"
+        );
+        found[0]
+    };
+    for waits in [
+        "consumer",
+        "receive",
+        "barrier",
+        "wait_arrived",
+        "recv",
+        "reduce_scatter",
+    ] {
+        assert!(spins(waits), "{waits} waits for a peer: {all:?}");
+    }
+    for computes in ["arrive", "warpgroup_256", "tiles_128", "scatter_staged"] {
+        assert!(!spins(computes), "{computes} waits for nothing: {all:?}");
     }
 }

@@ -100,6 +100,14 @@ pub struct KernelSpec {
     /// context's fault record, so a launch makes the host read it at the next
     /// synchronization, as with peer checks.
     pub signal_waits: bool,
+    /// Whether it may spin: one of its loops polls memory (an atomic load or
+    /// compare-and-swap, the world's abort flag) or sleeps, as every signal wait, barrier
+    /// wait and hand-written wait does. Its blocks may then stay resident while they
+    /// wait, so on NVIDIA GPUs the runtime loads it with the largest shared-memory split
+    /// (unless `IRIS_SHARED_CARVEOUT` asks another of every kernel): a multiprocessor a
+    /// waiting block holds at a small split takes no block of a kernel that needs a large
+    /// one, such as the GEMM a consumer waits for.
+    pub spins: bool,
     /// Whether it records trace events (`trace_event`, built with the `trace-events`
     /// feature): a launch passes [`trace::HIDDEN_SLOTS`] more slots after the parameters'
     /// (see [`trace`]).

@@ -112,6 +112,7 @@ const KERNELS: &[KernelSpec] = &[
         max_block_threads: 1024,
         peer_checks: false,
         signal_waits: false,
+        spins: false,
         trace_events: false,
     },
     KernelSpec {
@@ -138,6 +139,7 @@ const KERNELS: &[KernelSpec] = &[
         max_block_threads: 1024,
         peer_checks: false,
         signal_waits: false,
+        spins: false,
         trace_events: false,
     },
 ];

@@ -108,6 +108,7 @@ static UNIT: KernelUnit = KernelUnit {
         max_block_threads: 1024,
         peer_checks: false,
         signal_waits: false,
+        spins: false,
         trace_events: false,
     }],
     left_out: &[],

@@ -19,7 +19,7 @@ fn param_kind(ty: &Type) -> TokenStream {
     }
 }
 
-fn kernel_spec(f: &Function, peer_checks: bool, trace_events: bool) -> TokenStream {
+fn kernel_spec(f: &Function, spins: bool, peer_checks: bool, trace_events: bool) -> TokenStream {
     let abi = crate::paths::abi();
     let name = &f.name;
     let params = f.params().iter().map(|p| {
@@ -41,6 +41,7 @@ fn kernel_spec(f: &Function, peer_checks: bool, trace_events: bool) -> TokenStre
             max_block_threads: #max_threads,
             peer_checks: #peer_checks,
             signal_waits: #waits,
+            spins: #spins,
             trace_events: #trace_events,
         }
     }
@@ -56,8 +57,9 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
         .ir
         .functions
         .iter()
-        .filter(|f| f.is_kernel)
-        .map(|f| kernel_spec(f, unit.ir.peer_checks, trace_events));
+        .enumerate()
+        .filter(|(_, f)| f.is_kernel)
+        .map(|(i, f)| kernel_spec(f, unit.ir.spins(i), unit.ir.peer_checks, trace_events));
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {

@@ -58,7 +58,7 @@ impl<A: GpuApi> GpuModule<A> {
             })?;
             // SAFETY: a function of that module.
             unsafe { A::prepare_function(function) }.map_err(load_error)?;
-            if let Some(percent) = carveout {
+            if let Some(percent) = carveout.percent_for(kernel.spins) {
                 // SAFETY: a function of that module.
                 unsafe { A::prefer_shared_carveout(function, percent) }.map_err(|reason| {
                     load_error(format!(

@@ -264,6 +264,7 @@ mod tests {
             max_block_threads: 0,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         }];
         Box::leak(Box::new(KernelUnit {

@@ -85,6 +85,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
         KernelSpec {
@@ -100,6 +101,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
         KernelSpec {
@@ -116,6 +118,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 256,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
         KernelSpec {
@@ -136,6 +139,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
         KernelSpec {
@@ -146,6 +150,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
         KernelSpec {
@@ -164,6 +169,7 @@ pub fn specs() -> Vec<KernelSpec> {
             max_block_threads: 1024,
             peer_checks: false,
             signal_waits: false,
+            spins: false,
             trace_events: false,
         },
     ]

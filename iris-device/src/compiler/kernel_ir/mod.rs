@@ -6,6 +6,7 @@
 mod intrinsic_table;
 mod intrinsics;
 mod nodes;
+mod spins;
 mod types;
 
 pub use intrinsic_table::{lookup as lookup_intrinsic, names as intrinsic_names, Family};
