@@ -114,6 +114,7 @@ fn round_trip<T: Elem>(
     iris: &Iris,
     ccl: &Ccl<'_>,
     hidden: usize,
+    top_k: usize,
     how: Routing,
 ) -> iris::Result<Vec<String>> {
     let world = iris.world_size();
@@ -121,12 +122,15 @@ fn round_trip<T: Elem>(
     let shape = MoeShape {
         tokens: 70,
         hidden,
-        top_k: 3,
+        top_k,
         experts: 4 * world,
-        capacity: 70 * 3 * world,
+        capacity: 70 * top_k * world,
     };
     let per_rank = shape.experts / world;
-    let what = format!("{} hidden {hidden} {how:?} (rank {me})", T::NAME);
+    let what = format!(
+        "{} hidden {hidden} top-{top_k} {how:?} (rank {me})",
+        T::NAME
+    );
     let moe = Moe::new(ccl, shape)?;
     let tables: Vec<Vec<i64>> = (0..world).map(|r| routing(r, shape, how)).collect();
     let x: Vec<T> = (0..shape.tokens * hidden)
@@ -262,12 +266,16 @@ fn dispatch_and_combine_match_the_host_for_every_routing_and_type() {
             Routing::HotExpert,
             Routing::EvenExpertsOnly,
         ] {
-            out.extend(round_trip::<bf16>(iris, ccl, 24, how)?);
+            out.extend(round_trip::<bf16>(iris, ccl, 24, 3, how)?);
         }
         // Rows that are not whole 16-byte vectors, and the other types.
-        out.extend(round_trip::<f32>(iris, ccl, 10, Routing::Random)?);
-        out.extend(round_trip::<f16>(iris, ccl, 24, Routing::HotExpert)?);
-        out.extend(round_trip::<f16>(iris, ccl, 13, Routing::Random)?);
+        out.extend(round_trip::<f32>(iris, ccl, 10, 3, Routing::Random)?);
+        out.extend(round_trip::<f16>(iris, ccl, 24, 3, Routing::HotExpert)?);
+        out.extend(round_trip::<f16>(iris, ccl, 13, 3, Routing::Random)?);
+        // Combine reads at most 32 slots a token into shared memory first: 32 do, 33
+        // take the path that reads them in every vector's loop (experts repeat).
+        out.extend(round_trip::<bf16>(iris, ccl, 24, 32, Routing::Random)?);
+        out.extend(round_trip::<bf16>(iris, ccl, 24, 33, Routing::HotExpert)?);
         Ok(out)
     });
 }
