@@ -230,6 +230,26 @@ pub(crate) mod kernels {
         }
     }
 
+    /// `acc` plus `w` times each lane of `got`, in `f32`.
+    #[inline(always)]
+    fn add_weighted<T: Element, const L: usize>(acc: [f32; L], w: f32, got: [T; L]) -> [f32; L] {
+        let mut out = acc;
+        for l in 0..L {
+            out[l] += w * got[l].to_f32();
+        }
+        out
+    }
+
+    /// Each lane of `acc` as a `T`.
+    #[inline(always)]
+    fn narrow<T: Element, const L: usize>(acc: [f32; L]) -> [T; L] {
+        let mut out = [T::ZERO; L];
+        for l in 0..L {
+            out[l] = T::from_f32(acc[l]);
+        }
+        out
+    }
+
     /// `out[t]` = the sum over token `t`'s slots `k` (in order, in `f32`) of
     /// `weights[t * top_k + k]` times the row its expert's rank computed (`expert_out`,
     /// the row `moe_dispatch` filled), one block a token. Slots with no expert, or whose
@@ -297,17 +317,10 @@ pub(crate) mod kernels {
                                 let w = unsafe { *slot_weight.add(k as usize) };
                                 let rank = unsafe { *slot_rank.add(k as usize) };
                                 let src = expert_out.add(first as usize).cast::<[T; L]>();
-                                let got = load(src.add(v as usize), rank);
-                                for l in 0..L {
-                                    acc[l] += w * got[l].to_f32();
-                                }
+                                acc = add_weighted(acc, w, load(src.add(v as usize), rank));
                             }
                         }
-                        let mut r = [T::ZERO; L];
-                        for l in 0..L {
-                            r[l] = T::from_f32(acc[l]);
-                        }
-                        unsafe { *dst.add(v as usize) = r };
+                        unsafe { *dst.add(v as usize) = narrow::<T, L>(acc) };
                         v += threads;
                     }
                     // Every thread has read this token's slots before the next token's.
@@ -327,19 +340,12 @@ pub(crate) mod kernels {
                                     let w = unsafe { *weights.add(p as usize) };
                                     let src =
                                         expert_out.add((row * hidden) as usize).cast::<[T; L]>();
-                                    let got =
-                                        load(src.add(v as usize), (e as u64 / per_rank) as u32);
-                                    for l in 0..L {
-                                        acc[l] += w * got[l].to_f32();
-                                    }
+                                    let rank = (e as u64 / per_rank) as u32;
+                                    acc = add_weighted(acc, w, load(src.add(v as usize), rank));
                                 }
                             }
                         }
-                        let mut r = [T::ZERO; L];
-                        for l in 0..L {
-                            r[l] = T::from_f32(acc[l]);
-                        }
-                        unsafe { *dst.add(v as usize) = r };
+                        unsafe { *dst.add(v as usize) = narrow::<T, L>(acc) };
                         v += threads;
                     }
                 } else {
