@@ -53,13 +53,14 @@ pub fn unit_static(unit: &CompiledUnit, id: &str, name: &str) -> TokenStream {
     // Whether the unit's kernels take the trace's hidden slots (a walk of the whole unit).
     let trace_events = unit.ir.trace_param();
     let abi = crate::paths::abi();
+    let spinning = unit.ir.spinning();
     let kernels = unit
         .ir
         .functions
         .iter()
-        .enumerate()
-        .filter(|(_, f)| f.is_kernel)
-        .map(|(i, f)| kernel_spec(f, unit.ir.spins(i), unit.ir.peer_checks, trace_events));
+        .zip(spinning)
+        .filter(|(f, _)| f.is_kernel)
+        .map(|(f, spins)| kernel_spec(f, spins, unit.ir.peer_checks, trace_events));
     let objects = unit.objects.iter().map(|(target, bytes)| {
         let name = target.name();
         let kind = match target.kind() {

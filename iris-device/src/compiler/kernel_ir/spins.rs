@@ -17,8 +17,16 @@ use super::{Expr, ExprKind, FunctionId, Intrinsic, Unit};
 impl Unit {
     /// Whether function `f` (or a device function it calls) may spin.
     pub fn spins(&self, f: FunctionId) -> bool {
+        self.spinning()[f]
+    }
+
+    /// For each function, whether it (or a device function it calls) may spin.
+    pub fn spinning(&self) -> Vec<bool> {
         let polls = self.polling_functions();
-        self.spins_with(f, &polls, &mut vec![None; self.functions.len()])
+        let mut memo = vec![None; self.functions.len()];
+        (0..self.functions.len())
+            .map(|f| self.spins_with(f, &polls, &mut memo))
+            .collect()
     }
 
     /// For each function, whether it (or a function it calls) polls memory or sleeps.
