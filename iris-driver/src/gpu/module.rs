@@ -60,13 +60,15 @@ impl<A: GpuApi> GpuModule<A> {
             unsafe { A::prepare_function(function) }.map_err(load_error)?;
             if let Some(percent) = carveout.percent_for(kernel.spins) {
                 // SAFETY: a function of that module.
-                unsafe { A::prefer_shared_carveout(function, percent) }.map_err(|reason| {
-                    load_error(format!(
+                let asked = unsafe { A::prefer_shared_carveout(function, percent) };
+                // A hint: only a split the variable asked for fails the load.
+                if let (Err(reason), true) = (asked, carveout.asked_by_the_variable()) {
+                    return Err(load_error(format!(
                         "kernel `{}`, {}: {reason}",
                         kernel.name,
                         shared_carveout::VAR
-                    ))
-                })?;
+                    )));
+                }
             }
             let dynamic = kernel.dynamic_shared_bytes();
             if dynamic > 0 {

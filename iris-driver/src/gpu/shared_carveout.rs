@@ -38,6 +38,12 @@ pub(crate) enum Carveout {
 }
 
 impl Carveout {
+    /// Whether `IRIS_SHARED_CARVEOUT` chose this (a driver that refuses the split then
+    /// fails the load, naming the variable); iris's own choice is a hint it drops.
+    pub(crate) fn asked_by_the_variable(self) -> bool {
+        self != Carveout::LargestForSpinners
+    }
+
     /// The percent to ask of a kernel, `None` for none; `spins`: whether it may spin.
     pub(crate) fn percent_for(self, spins: bool) -> Option<u32> {
         match self {
@@ -100,6 +106,8 @@ mod tests {
         assert_eq!(Carveout::Every(30).percent_for(true), Some(30));
         assert_eq!(Carveout::Every(30).percent_for(false), Some(30));
         assert_eq!(Carveout::Driver.percent_for(true), None);
+        assert!(!unset.asked_by_the_variable());
+        assert!(Carveout::Every(30).asked_by_the_variable());
     }
 
     #[test]
