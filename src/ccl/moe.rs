@@ -20,7 +20,7 @@ pub(crate) mod kernels {
 
     /// The most slots a token may have for `moe_combine` to read them into shared memory
     /// first (more take the path that reads them in every vector's loop).
-    const COMBINE_SLOTS: u64 = 32;
+    const COMBINE_SLOTS: usize = 32;
 
     /// `counts[c * experts + e]`: how many of chunk `c`'s (token, slot) pairs route to
     /// expert `e` (one thread per chunk and expert). Clears the overflow flag.
@@ -284,12 +284,12 @@ pub(crate) mod kernels {
             let threads = block_dim_x() as u64;
             // Per slot: the row's first element (`u64::MAX`: the slot adds nothing), its
             // rank, its weight.
-            let slot_row = shared_array::<u64, 32>();
-            let slot_rank = shared_array::<u32, 32>();
-            let slot_weight = shared_array::<f32, 32>();
+            let slot_row = shared_array::<u64, COMBINE_SLOTS>();
+            let slot_rank = shared_array::<u32, COMBINE_SLOTS>();
+            let slot_weight = shared_array::<f32, COMBINE_SLOTS>();
             let mut t = block_idx_x() as u64;
             while t < tokens {
-                if hidden % lanes == 0 && top_k <= COMBINE_SLOTS && top_k <= threads {
+                if hidden % lanes == 0 && top_k <= COMBINE_SLOTS as u64 && top_k <= threads {
                     let k = thread_idx_x() as u64;
                     if k < top_k {
                         let p = t * top_k + k;

@@ -15,71 +15,50 @@
 use super::{Expr, ExprKind, FunctionId, Intrinsic, Unit};
 
 impl Unit {
-    /// Whether function `f` (or a device function it calls) may spin.
-    pub fn spins(&self, f: FunctionId) -> bool {
-        self.spinning()[f]
-    }
-
     /// For each function, whether it (or a device function it calls) may spin.
     pub fn spinning(&self) -> Vec<bool> {
-        let polls = self.polling_functions();
-        let mut memo = vec![None; self.functions.len()];
-        (0..self.functions.len())
-            .map(|f| self.spins_with(f, &polls, &mut memo))
-            .collect()
-    }
-
-    /// For each function, whether it (or a function it calls) polls memory or sleeps.
-    fn polling_functions(&self) -> Vec<bool> {
-        let mut polls: Vec<bool> = self
-            .functions
-            .iter()
-            .map(|f| {
-                let mut found = false;
-                f.body.walk(&mut |e| found |= is_poll(e));
-                found
-            })
-            .collect();
-        // The call graph has no cycles: a pass per level settles it.
         let callees: Vec<Vec<FunctionId>> = self.functions.iter().map(|f| f.callees()).collect();
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (i, calls) in callees.iter().enumerate() {
-                if !polls[i] && calls.iter().any(|&c| polls[c]) {
-                    polls[i] = true;
-                    changed = true;
-                }
-            }
-        }
-        polls
-    }
-
-    fn spins_with(&self, f: FunctionId, polls: &[bool], memo: &mut Vec<Option<bool>>) -> bool {
-        if let Some(known) = memo[f] {
-            return known;
-        }
-        let function = &self.functions[f];
-        let mut looped = false;
-        function.body.walk(&mut |e| {
-            if matches!(
-                e.kind,
-                ExprKind::While { .. } | ExprKind::Loop { .. } | ExprKind::ForRange { .. }
-            ) {
-                e.walk(&mut |inner| {
-                    looped |= is_poll(inner)
-                        || matches!(&inner.kind, ExprKind::Call { func, .. } if polls[*func]);
-                });
-            }
+        // Whether each function (or one it calls) polls memory or sleeps anywhere.
+        let own_polls = self.functions.iter().map(|f| {
+            let mut found = false;
+            f.body.walk(&mut |e| found |= is_poll(e));
+            found
         });
-        let spins = looped
-            || function
-                .callees()
-                .into_iter()
-                .any(|c| self.spins_with(c, polls, memo));
-        memo[f] = Some(spins);
-        spins
+        let polls = inherited(own_polls.collect(), &callees);
+        // Whether one of its own loops polls, sleeps or calls a function that does.
+        let own_spins = self.functions.iter().map(|f| {
+            let mut looped = false;
+            f.body.walk(&mut |e| {
+                if matches!(
+                    e.kind,
+                    ExprKind::While { .. } | ExprKind::Loop { .. } | ExprKind::ForRange { .. }
+                ) {
+                    e.walk(&mut |inner| {
+                        looped |= is_poll(inner)
+                            || matches!(&inner.kind, ExprKind::Call { func, .. } if polls[*func]);
+                    });
+                }
+            });
+            looped
+        });
+        inherited(own_spins.collect(), &callees)
     }
+}
+
+/// `own` with each function's flag also set when a function it calls (`callees`) has it.
+/// The call graph has no cycles: a pass per level settles it.
+fn inherited(mut flags: Vec<bool>, callees: &[Vec<FunctionId>]) -> Vec<bool> {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (i, calls) in callees.iter().enumerate() {
+            if !flags[i] && calls.iter().any(|&c| flags[c]) {
+                flags[i] = true;
+                changed = true;
+            }
+        }
+    }
+    flags
 }
 
 /// Whether `e` itself polls memory or sleeps.
@@ -117,9 +96,11 @@ mod tests {
             })
             .collect();
         let unit = build_unit("t", &items).unwrap_or_else(|e| panic!("{:?}", e[0].message));
-        (0..unit.functions.len())
-            .filter(|&i| unit.functions[i].is_kernel)
-            .map(|i| (unit.functions[i].name.clone(), unit.spins(i)))
+        unit.functions
+            .iter()
+            .zip(unit.spinning())
+            .filter(|(f, _)| f.is_kernel)
+            .map(|(f, spins)| (f.name.clone(), spins))
             .collect()
     }
 
