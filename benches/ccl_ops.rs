@@ -37,7 +37,7 @@
 use std::time::Instant;
 
 use iris::ccl::gemm_kernels::staged_kernels::staged_128;
-use iris::ccl::gemm_kernels::warpgroup_kernels::warpgroup_256;
+use iris::ccl::gemm_kernels::warpgroup_kernels::{pulled_wide, warpgroup_256};
 use iris::ccl::{self, AllReduceAlgo, Ccl, Moe, MoeShape};
 use iris::prelude::bf16;
 use iris::{BackendKind, Buffer, DevicePtr, Iris, LaunchConfig, World};
@@ -606,21 +606,34 @@ fn gemm_rows(
     let part = iris.symmetric_zeros::<f32>(m * n)?;
     let whole = iris.symmetric_zeros::<f32>(big * n)?;
     let partial = iris.symmetric_zeros::<f32>(big * n)?;
+    // The same A and B as symmetric allocations, which `Pull` reads in the peers'
+    // memory (with Bᵀ only).
+    let a_shared = iris.symmetric_full(big * k, bf16::from_f32(0.5))?;
+    let b_shared = iris.symmetric_full(k * n, bf16::from_f32(0.25))?;
     // Each way of adding the parts (`Auto` takes one of them: into owners, except where
     // the ranks share a device and their own rows are under a wave).
-    let forms = [
+    let mut forms = vec![
         (ccl::MatmulReduceAlgo::IntoOwners, "into owners"),
         (ccl::MatmulReduceAlgo::AfterGemm, "after the GEMM"),
     ];
+    if transposed {
+        forms.push((ccl::MatmulReduceAlgo::Pull, "pulled by the owners"));
+    }
+    let pulled = |algo| algo == ccl::MatmulReduceAlgo::Pull;
     case("GEMM + reduce_scatter");
     let unfused = time(iris, iters, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
         ccl::reduce_scatter(ccl, &partial, &part, ccl::ReduceOp::Sum)
     })?;
-    for (algo, how) in forms {
+    for &(algo, how) in &forms {
         case(&format!("matmul_reduce_scatter, {how}"));
         let fused = time(iris, iters, || {
-            ccl::matmul_reduce_scatter_with(ccl, &a, as_b(), &staging, &part, k, algo)
+            if pulled(algo) {
+                let bt = ccl::MatrixB::transposed(&b_shared);
+                ccl::matmul_reduce_scatter_with(ccl, &a_shared, bt, &staging, &part, k, algo)
+            } else {
+                ccl::matmul_reduce_scatter_with(ccl, &a, as_b(), &staging, &part, k, algo)
+            }
         })?;
         rows.push(gemm_row(
             format!("matmul_reduce_scatter {big}x{n}x{k} bf16 ({kernel}, {how})"),
@@ -638,10 +651,15 @@ fn gemm_rows(
             ccl::all_reduce(ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
         })?);
     }
-    for (algo, how) in forms {
+    for &(algo, how) in &forms {
         case(&format!("matmul_all_reduce, {how}"));
         let fused = time(iris, iters, || {
-            ccl::matmul_all_reduce_with(ccl, &a, as_b(), &staging, &whole, k, algo)
+            if pulled(algo) {
+                let bt = ccl::MatrixB::transposed(&b_shared);
+                ccl::matmul_all_reduce_with(ccl, &a_shared, bt, &staging, &whole, k, algo)
+            } else {
+                ccl::matmul_all_reduce_with(ccl, &a, as_b(), &staging, &whole, k, algo)
+            }
         })?;
         rows.push(gemm_row(
             format!("matmul_all_reduce {big}x{n}x{k} bf16 ({kernel}, {how})"),
@@ -662,6 +680,37 @@ fn gemm_rows(
         "",
         0.0,
     ));
+    // The owners' pulled GEMM alone (`Pull` without its two barriers: the peers' A and
+    // B do not change here), storing into this rank's `c` and into every rank's.
+    if transposed {
+        for (everywhere, what) in [(0u32, "into this rank"), (1, "into every rank")] {
+            case(&format!("the pulled GEMM alone, {what}"));
+            let c = if everywhere == 0 { &part } else { &whole };
+            let pulled = time(iris, iters, || {
+                pulled_wide::launch::<bf16>(
+                    iris,
+                    LaunchConfig::linear((m / 128 * (n / 256)) as u32, 256),
+                    &a_shared,
+                    &b_shared,
+                    c,
+                    ccl.signals(),
+                    m as u32,
+                    n as u32,
+                    k as u32,
+                    me as u32,
+                    world as u32,
+                    everywhere,
+                )
+            })?;
+            rows.push(gemm_row(
+                format!("  the pulled GEMM alone, {what} (no barriers)"),
+                pulled,
+                flops(big),
+                "",
+                0.0,
+            ));
+        }
+    }
     // The GEMM between two device barriers (the ranks' arrival skew included): what a
     // fused call framed by barriers would cost; the fused calls run their own rows
     // before the first barrier, so the skew is spent computing.

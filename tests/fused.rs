@@ -318,30 +318,58 @@ fn matmuls_in(
     };
     let a = iris.from_slice(&to_bf16(&a_of(me)))?;
     let b = upload_b(&b_of(me))?;
+    // The same as symmetric allocations, which `Pull` reads in the peers' memory (Bᵀ).
+    let a_shared = iris.symmetric_from_slice(&to_bf16(&a_of(me)))?;
+    let b_shared = iris.symmetric_from_slice(&b.to_vec()?)?;
     let staging = iris.symmetric_zeros::<f32>(rows * n)?;
     // Every form twice, one after another on the same staging (each form's calls must
     // leave it as the next form expects).
-    let mut forms = vec![MatmulReduceAlgo::Auto];
+    // (form, whether A and B are the symmetric copies: with Bᵀ, `Auto` then pulls where
+    // the ranks share a device, as on the CPU backend and one GPU).
+    let mut forms = vec![(MatmulReduceAlgo::Auto, false)];
     if every_form {
-        forms.extend([MatmulReduceAlgo::IntoOwners, MatmulReduceAlgo::AfterGemm]);
+        forms.extend([
+            (MatmulReduceAlgo::IntoOwners, false),
+            (MatmulReduceAlgo::AfterGemm, false),
+        ]);
+    }
+    if transposed {
+        forms.extend([
+            (MatmulReduceAlgo::Pull, true),
+            (MatmulReduceAlgo::Auto, true),
+        ]);
     }
     for call in 0..2 {
-        for &algo in &forms {
+        for &(algo, pull) in &forms {
             let part = iris.symmetric_full(m * n, f32::NAN)?;
             let whole = iris.symmetric_full(rows * n, f32::NAN)?;
-            let b = || layout_of(&b, transposed);
-            ccl::matmul_reduce_scatter_with(ccl, &a, b(), &staging, &part, k, algo)?;
+            let b = || {
+                if pull {
+                    ccl::MatrixB::transposed(&b_shared)
+                } else {
+                    layout_of(&b, transposed)
+                }
+            };
+            if pull {
+                ccl::matmul_reduce_scatter_with(ccl, &a_shared, b(), &staging, &part, k, algo)?;
+            } else {
+                ccl::matmul_reduce_scatter_with(ccl, &a, b(), &staging, &part, k, algo)?;
+            }
             ccl.synchronize()?;
             if part.to_vec()? != total[me * m * n..(me + 1) * m * n] {
                 problems.push(format!(
-                    "matmul_reduce_scatter {algo:?} with {layout} (rank {me}, call {call}): rows differ from the host's"
+                    "matmul_reduce_scatter {algo:?} with {layout}, symmetric A and B {pull} (rank {me}, call {call}): rows differ from the host's"
                 ));
             }
-            ccl::matmul_all_reduce_with(ccl, &a, b(), &staging, &whole, k, algo)?;
+            if pull {
+                ccl::matmul_all_reduce_with(ccl, &a_shared, b(), &staging, &whole, k, algo)?;
+            } else {
+                ccl::matmul_all_reduce_with(ccl, &a, b(), &staging, &whole, k, algo)?;
+            }
             ccl.synchronize()?;
             if whole.to_vec()? != *total {
                 problems.push(format!(
-                    "matmul_all_reduce {algo:?} with {layout} (rank {me}, call {call}): C differs from the host's"
+                    "matmul_all_reduce {algo:?} with {layout}, symmetric A and B {pull} (rank {me}, call {call}): C differs from the host's"
                 ));
             }
         }
@@ -634,6 +662,47 @@ fn fused_matmul_shapes_are_checked_before_anything_runs() {
                 ccl::matmul_all_reduce(&ccl, &a, &b, &staging, &c, 64),
                 Err(Error::LengthMismatch { .. })
             ));
+            // Pull reads A and Bᵀ in the peers' memory: both symmetric, B transposed.
+            let pull = MatmulReduceAlgo::Pull;
+            let bt = iris.symmetric_zeros::<bf16>(256 * 64)?;
+            let a_shared = iris.symmetric_zeros::<bf16>(256 * 64)?;
+            let staging = iris.symmetric_zeros::<f32>(256 * 256)?;
+            let part = iris.symmetric_zeros::<f32>(128 * 256)?;
+            let local_bt = iris.zeros::<bf16>(256 * 64)?;
+            let refused = |result: iris::Result<()>, which: &str| match result {
+                Err(Error::InvalidConfig(m)) => assert!(m.contains("SymmetricBuffers"), "{m}"),
+                other => panic!("Pull with {which}: {other:?}"),
+            };
+            let local_a = ccl::matmul_reduce_scatter_with(
+                &ccl,
+                &a,
+                ccl::MatrixB::transposed(&bt),
+                &staging,
+                &part,
+                64,
+                pull,
+            );
+            refused(local_a, "A local");
+            let local_b = ccl::matmul_reduce_scatter_with(
+                &ccl,
+                &a_shared,
+                ccl::MatrixB::transposed(&local_bt),
+                &staging,
+                &part,
+                64,
+                pull,
+            );
+            refused(local_b, "Bᵀ local");
+            let not_transposed = ccl::matmul_reduce_scatter_with(
+                &ccl,
+                &a_shared,
+                ccl::MatrixB::k_by_n(&bt),
+                &staging,
+                &part,
+                64,
+                pull,
+            );
+            refused(not_transposed, "B not transposed");
             ccl.synchronize()
         })
         .unwrap();

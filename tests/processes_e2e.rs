@@ -179,7 +179,8 @@ fn ccl_across_nodes() -> iris::Result<String> {
 
 /// A rank of the fused GEMMs as processes (every rank's memory another process's, mapped
 /// through the IPC provider, as a PyTorch job's ranks are): the all-gather GEMM in place
-/// and copied ahead, each reduction in every form, against exact host values (A's rows
+/// and copied ahead, each reduction in every form (`Pull` reading A and Bᵀ in the other
+/// processes' memory), against exact host values (A's rows
 /// hold small multiples of 0.5 and B is 0.25 everywhere, so every product and sum is
 /// exact in `f32`, and a row landing in the wrong place shows).
 fn fused_rank() -> iris::Result<String> {
@@ -238,6 +239,26 @@ fn fused_rank() -> iris::Result<String> {
                 if whole.to_vec()? != total {
                     problems.push(format!("matmul_all_reduce {algo:?}"));
                 }
+            }
+            // Pull: every rank's A and Bᵀ (256 x k, 0.25 everywhere) read in the other
+            // processes' memory.
+            let wide = 256;
+            let a = iris.symmetric_from_slice(&rows_of(rows, me))?;
+            let bt = iris.symmetric_full(wide * k, bf16::from_f32(0.25))?;
+            let total: Vec<f32> = total.chunks(n).flat_map(|r| vec![r[0]; wide]).collect();
+            let pull = MatmulReduceAlgo::Pull;
+            let part = iris.symmetric_full(m * wide, f32::NAN)?;
+            let whole = iris.symmetric_full(rows * wide, f32::NAN)?;
+            let staging = iris.symmetric_zeros::<f32>(rows * wide)?;
+            let b = || ccl::MatrixB::transposed(&bt);
+            ccl::matmul_reduce_scatter_with(&ccl, &a, b(), &staging, &part, k, pull)?;
+            ccl::matmul_all_reduce_with(&ccl, &a, b(), &staging, &whole, k, pull)?;
+            ccl.synchronize()?;
+            if part.to_vec()? != total[me * m * wide..(me + 1) * m * wide] {
+                problems.push("matmul_reduce_scatter Pull".to_string());
+            }
+            if whole.to_vec()? != total {
+                problems.push("matmul_all_reduce Pull".to_string());
             }
             if problems.is_empty() {
                 Ok(format!("rank {me}: fused GEMMs exact"))

@@ -99,6 +99,9 @@ pub struct MatrixB<'a, T: Pod> {
     ptr: DevicePtr<T>,
     len: usize,
     transposed: bool,
+    /// B's allocation where it is a symmetric one ([`MatmulReduceAlgo::Pull`] reads it
+    /// in the peers' memory).
+    symmetric: Option<&'a SymmetricBuffer<'a, T>>,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -109,6 +112,7 @@ impl<'a, T: Pod> MatrixB<'a, T> {
             ptr: b.local_ptr(),
             len: b.len(),
             transposed: false,
+            symmetric: b.as_symmetric(),
             _borrow: PhantomData,
         }
     }
@@ -122,6 +126,7 @@ impl<'a, T: Pod> MatrixB<'a, T> {
             ptr: bt.local_ptr(),
             len: bt.len(),
             transposed: true,
+            symmetric: bt.as_symmetric(),
             _borrow: PhantomData,
         }
     }
@@ -246,6 +251,20 @@ macro_rules! matmul_element {
                             )
                         }
                     }
+                    &Fused::Pulled {
+                        a,
+                        bt,
+                        c,
+                        signals,
+                        part,
+                        n,
+                        k,
+                        me,
+                        world,
+                        everywhere,
+                    } => warpgroup_kernels::pulled_wide::launch::<$t>(
+                        iris, config, a, bt, c, signals, part, n, k, me, world, everywhere,
+                    ),
                     &Fused::Scatter {
                         a,
                         staging,
@@ -336,6 +355,20 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         me: u32,
         world: u32,
         first: u32,
+    },
+    /// `pulled_wide` (Bᵀ only): owner `me`'s rows of every rank's product, their A and
+    /// Bᵀ read where they are, into this rank's `c` or (`everywhere`) every rank's.
+    Pulled {
+        a: &'a SymmetricBuffer<'ctx, T>,
+        bt: &'a SymmetricBuffer<'ctx, T>,
+        c: &'a SymmetricBuffer<'ctx, f32>,
+        signals: &'a SymmetricBuffer<'ctx, u64>,
+        part: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        everywhere: u32,
     },
 }
 
@@ -456,12 +489,37 @@ fn own_rows_then_peers(
 /// the own rows (`tiles` a rank) are under a wave.
 fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
     match algo {
-        MatmulReduceAlgo::IntoOwners => false,
+        MatmulReduceAlgo::IntoOwners | MatmulReduceAlgo::Pull => false,
         MatmulReduceAlgo::AfterGemm => true,
         MatmulReduceAlgo::Auto => {
             let world = ccl.world_size();
             world > 1 && ccl.ranks_on_device() == world && !own_rows_first(ccl, tiles)
         }
+    }
+}
+
+/// A's and Bᵀ's symmetric allocations where a reducing GEMM call takes
+/// [`MatmulReduceAlgo::Pull`]: asked for (refused without them), or `Auto` where every
+/// rank of the world shares this device and A and B are symmetric, B transposed; `None`
+/// otherwise.
+fn pulled<'a, T: Pod>(
+    what: &str,
+    ccl: &Ccl<'_>,
+    a: &'a impl LocalArray<T>,
+    b: &MatrixB<'a, T>,
+    algo: MatmulReduceAlgo,
+) -> Result<Option<(&'a SymmetricBuffer<'a, T>, &'a SymmetricBuffer<'a, T>)>> {
+    let both = match (a.as_symmetric(), b.symmetric) {
+        (Some(a), Some(bt)) if b.transposed => Some((a, bt)),
+        _ => None,
+    };
+    match algo {
+        MatmulReduceAlgo::Auto if ccl.ranks_on_device() == ccl.world_size() => Ok(both),
+        MatmulReduceAlgo::Pull if both.is_some() => Ok(both),
+        MatmulReduceAlgo::Pull => Err(Error::InvalidConfig(format!(
+            "{what}: MatmulReduceAlgo::Pull reads A and B in the peers' memory: pass both as SymmetricBuffers, B transposed (MatrixB::transposed)"
+        ))),
+        _ => Ok(None),
     }
 }
 
@@ -685,15 +743,18 @@ fn copied_ahead<T: MatmulElement>(
 }
 
 /// How [`matmul_reduce_scatter_with`] and [`matmul_all_reduce_with`] bring the ranks'
-/// partial products together. Every form adds the parts in rank order, so every form
-/// gives the same bits.
+/// partial products together. Every form but [`Pull`](Self::Pull) adds the rounded
+/// parts in rank order, so those give the same bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MatmulReduceAlgo {
-    /// [`AfterGemm`](Self::AfterGemm) where every rank of the world shares this rank's
-    /// device and the own rows of all of them are less than a wave of tiles (a
-    /// tensor-parallel layer's narrow `n`: there the call cannot hide the ranks' arrival
-    /// skew behind its own rows, and measured slower than the GEMM and the collective
-    /// one after the other), else [`IntoOwners`](Self::IntoOwners).
+    /// Where every rank of the world shares this rank's device: [`Pull`](Self::Pull)
+    /// when `a` and B are [`SymmetricBuffer`]s and B is transposed (the fastest there,
+    /// by 5-6% on an H100), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
+    /// the ranks are less than a wave of tiles (a tensor-parallel layer's narrow `n`:
+    /// there the call cannot hide the ranks' arrival skew behind its own rows, and
+    /// measured slower than the GEMM and the collective one after the other); else
+    /// [`IntoOwners`](Self::IntoOwners). Every rank passes the same kinds of arrays (the
+    /// choice follows them).
     #[default]
     Auto,
     /// The GEMM stores each tile of this rank's partial product straight into slot `me`
@@ -708,6 +769,19 @@ pub enum MatmulReduceAlgo {
     /// arrives, with a one-block barrier between the two (so that no rank's collective
     /// blocks wait on the device while another rank's GEMM still needs it).
     AfterGemm,
+    /// No partial products at all: each owner computes its rows of the sum itself, as one
+    /// GEMM over every rank's share of the inner dimension (`W·k`, in rank order),
+    /// reading each rank's rows of `a` and its B in that rank's memory; nothing is
+    /// staged (`staging` is not touched) and nothing is added after the GEMM. A barrier
+    /// before it (every rank's A and B written) and after it (no rank rewrites them
+    /// while an owner reads them). The sum is rounded as one accumulation over `W·k`,
+    /// not as rounded partial products added, so its bits may differ from the other
+    /// forms' (each owner's rows are computed once: the all-reduce's copies are
+    /// identical). For ranks that share a device, where the peers' memory is the same
+    /// memory: across devices each owner would read every rank's whole B over the links.
+    /// Needs `a` and B as [`SymmetricBuffer`]s on every rank and B transposed
+    /// ([`MatrixB::transposed`]); a call without them is refused.
+    Pull,
 }
 
 /// GEMM then reduce-scatter, fused: every rank's `a` (`M x k`: its share of the inner
@@ -825,6 +899,26 @@ fn reduced<T: MatmulElement>(
         )));
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
+    if let Some((a, bt)) = pulled(what, ccl, a, &b, algo)? {
+        // Every rank's A and B are written (and, for the all-reduce, no rank still reads
+        // its `c` of the last call).
+        ccl.barrier()?;
+        let op = Fused::Pulled {
+            a,
+            bt,
+            c,
+            signals: ccl.signals(),
+            part: part as u32,
+            n: n as u32,
+            k: k as u32,
+            me: ccl.rank() as u32,
+            world: world as u32,
+            everywhere: u32::from(everywhere),
+        };
+        launch_gemm(ccl, &b, part, n, op)?;
+        // No rank rewrites its A or B (or reads its `c`) until every owner is done.
+        return ccl.barrier();
+    }
     let own_tiles = (part / 128 * (n / width)) as u32;
     if after_gemm(ccl, own_tiles, algo) {
         // This rank's whole partial product into its own `staging` (no peer writes or

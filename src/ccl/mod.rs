@@ -180,6 +180,12 @@ pub trait LocalArray<T: Pod> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The symmetric allocation this array is, if it is one: operations that can read
+    /// it in the peers' memory (the fused reductions'
+    /// [`Pull`](MatmulReduceAlgo::Pull)) take it from here.
+    fn as_symmetric(&self) -> Option<&SymmetricBuffer<'_, T>> {
+        None
+    }
 }
 
 impl<T: Pod> LocalArray<T> for Buffer<'_, T> {
@@ -197,6 +203,9 @@ impl<T: Pod> LocalArray<T> for SymmetricBuffer<'_, T> {
     }
     fn len(&self) -> usize {
         SymmetricBuffer::len(self)
+    }
+    fn as_symmetric(&self) -> Option<&SymmetricBuffer<'_, T>> {
+        Some(self)
     }
 }
 

@@ -153,6 +153,164 @@ pub mod warpgroup_kernels {
         );
     }
 
+    /// `warpgroup_256` over every rank's share of the inner dimension at once, where the
+    /// ranks' memory is at hand (every rank on one device): owner `me`'s rows `br..` of
+    /// `Σ_r A_r Bᵀ_r`, `A_r` and `Bᵀ_r` read in rank `r`'s copies of `a` (`W·part x k`)
+    /// and `bt` (`n x k`), one k loop of `W · k / 64` steps in rank order (its copies run
+    /// on across the ranks' boundaries). Stored into this rank's `c` at rows `br..`
+    /// (`part x n`) or, with `everywhere` non-zero, into every rank's at rows
+    /// `me · part + br..` (`W·part x n`; through shared memory, a 16-byte vector a thread,
+    /// which measured faster for four copies and slower for one). After a barrier that
+    /// gave up (`signals`), no peer's memory is read (every step reads this rank's) and
+    /// nothing is stored. `part / 128 · n / 256` blocks of 256 threads.
+    #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
+    pub fn pulled_wide<T: MmaElement>(
+        a: Symmetric<T>,
+        bt: Symmetric<T>,
+        c: Symmetric<f32>,
+        signals: Symmetric<u64>,
+        part: u32,
+        n: u32,
+        k: u32,
+        me: u32,
+        world: u32,
+        everywhere: u32,
+    ) {
+        // Threads need not agree on the word: they read it after the barrier kernel
+        // that writes it.
+        let broken = ccl_broken(signals, me);
+        let tile = block_tile(n, 256);
+        let (br, bc) = (tile[0], tile[1]);
+        let sa = shared_array::<T, 32768>(); // 4 buffers x 128 rows x 64 k
+        let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
+        let a_row = me * part + br;
+        let group = thread_idx_x() / 128;
+        let mut left = wg_zero();
+        let mut right = wg_zero();
+        let steps = world * (k / 64);
+        // The next step's copies come from rank `rank` (this rank where the barrier gave
+        // up), at column `k0`.
+        let mut rank = 0u32;
+        let mut k0 = 0u32;
+        for early in 0..2 {
+            let early = early as u32;
+            if early < steps {
+                let from = if broken { me } else { rank };
+                stage_pulled(a, bt, sa, sb, early, from, a_row, bc, k, k0);
+                k0 += 64;
+                if k0 == k {
+                    k0 = 0;
+                    rank = if rank + 1 == world { 0 } else { rank + 1 };
+                }
+            }
+            copy_async_commit();
+        }
+        // As `wide_block`'s loop.
+        let mut s = 0u32;
+        while s < steps {
+            copy_async_wait(1);
+            sync_threads();
+            let cur = s % 4;
+            let ta = unsafe { sa.add((cur * 8192 + group * 4096) as usize) } as *const T;
+            let tb = unsafe { sb.add((cur * 16384) as usize) } as *const T;
+            let tb_right = unsafe { tb.add(8192) };
+            for kk in 0..4 {
+                let kk = kk as u32;
+                left = wg_mma(ta, tb, kk, left);
+                right = wg_mma(ta, tb_right, kk, right);
+            }
+            wg_commit();
+            if s + 2 < steps {
+                let from = if broken { me } else { rank };
+                stage_pulled(a, bt, sa, sb, (s + 2) % 4, from, a_row, bc, k, k0);
+                k0 += 64;
+                if k0 == k {
+                    k0 = 0;
+                    rank = if rank + 1 == world { 0 } else { rank + 1 };
+                }
+            }
+            copy_async_commit();
+            left = wg_wait(left, 1);
+            right = wg_wait(right, 1);
+            s += 1;
+        }
+        left = wg_wait(left, 0);
+        right = wg_wait(right, 0);
+        if everywhere == 0 {
+            if !broken {
+                let at = ((br + group * 64) * n + bc) as usize;
+                wg_store_peer(c.add(at), n, left, me);
+                wg_store_peer(c.add(at + 128), n, right, me);
+            }
+        } else {
+            // Through shared memory, half the tile's columns at a time (128 rows of 128,
+            // rows `PULLED_PITCH` apart), then a 16-byte vector a thread into each copy.
+            let staged = sb as *mut f32;
+            let mine = unsafe { staged.add((group * 64 * PULLED_PITCH) as usize) };
+            sync_threads(); // every warpgroup's last `wg_mma` has read its buffers
+            wg_store(mine, PULLED_PITCH, left);
+            sync_threads();
+            store_everywhere(staged, c, a_row, bc, n, me, world, broken);
+            sync_threads();
+            wg_store(mine, PULLED_PITCH, right);
+            sync_threads();
+            store_everywhere(staged, c, a_row, bc + 128, n, me, world, broken);
+        }
+    }
+
+    /// Row pitch (`f32`) of `pulled_wide`'s staged half tile: 128 columns and 4 more, so
+    /// that a warp's stores of 8 rows fall in different banks.
+    const PULLED_PITCH: u32 = 132;
+
+    /// The 128 x 128 `f32` at `staged` (rows `PULLED_PITCH` apart) into every rank's `c`
+    /// at rows `c_row..`, columns `col..` (`n` columns); nothing where `broken`.
+    #[inline(always)]
+    fn store_everywhere(
+        staged: *mut f32,
+        c: Symmetric<f32>,
+        c_row: u32,
+        col: u32,
+        n: u32,
+        me: u32,
+        world: u32,
+        broken: bool,
+    ) {
+        if !broken {
+            let out = c.cast::<f32x4>();
+            for i in 0..16 {
+                let v = i as u32 * 256 + thread_idx_x();
+                let (row, quad) = (v / 32, v % 32);
+                let from = unsafe { staged.add((row * PULLED_PITCH + quad * 4) as usize) };
+                let at = (((c_row + row) * n + col) / 4 + quad) as usize;
+                let sum = unsafe { *(from as *const f32x4) };
+                for p in 0..world {
+                    let peer = (me + p) % world;
+                    unsafe { *out.peer_ptr(peer).add(at) = sum };
+                }
+            }
+        }
+    }
+
+    /// Starts copying rank `rank`'s A (rows `a_row..`) and Bᵀ (rows `bc..`) at column
+    /// `k0` into buffer `buf`, as `stage_wide`.
+    #[inline(always)]
+    fn stage_pulled<T: MmaElement>(
+        a: Symmetric<T>,
+        bt: Symmetric<T>,
+        sa: *mut T,
+        sb: *mut T,
+        buf: u32,
+        rank: u32,
+        a_row: u32,
+        bc: u32,
+        k: u32,
+        k0: u32,
+    ) {
+        let rows = a.peer_ptr(rank) as *const T;
+        let cols = bt.peer_ptr(rank) as *const T;
+        stage_wide(rows, cols, sa, sb, buf, a_row, bc, k, k0);
+    }
+
     /// One 128 x 256 tile of C: rows `a_row..` of A (`k` columns) times rows `bc..` of Bᵀ
     /// (`n x k`), stored at rows `c_row..`, columns `bc..` of `c` (`n` columns) in the
     /// copies of `peers` ranks from `me` on. Every thread of the block calls it; inlined
