@@ -498,23 +498,40 @@ fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
     }
 }
 
+/// Whether the pulled GEMM's blocks (`tiles` a rank, each over every rank's k) fill the
+/// device at least twice: with fewer, its few long blocks leave it idle at the end
+/// (measured slower than the GEMM and the collective at a tensor-parallel layer's narrow
+/// `n`). Always on the CPU backend, which has no waves.
+fn pull_fills(ccl: &Ccl<'_>, tiles: usize) -> bool {
+    let info = ccl.iris().device_info();
+    info.backend == crate::BackendKind::Cpu
+        || (tiles * ccl.ranks_on_device()) as u64 >= 2 * u64::from(info.multiprocessors)
+}
+
 /// A's and Bᵀ's symmetric allocations where a reducing GEMM call takes
 /// [`MatmulReduceAlgo::Pull`]: asked for (refused without them), or `Auto` where every
-/// rank of the world shares this device and A and B are symmetric, B transposed; `None`
-/// otherwise.
+/// rank of the world shares this device, A and B are symmetric, B transposed, and the
+/// pulled blocks fill the device twice ([`pull_fills`]); `None` otherwise. `k` is the
+/// inner size (a checked shape).
 fn pulled<'a, T: Pod>(
     what: &str,
     ccl: &Ccl<'_>,
     a: &'a impl LocalArray<T>,
     b: &MatrixB<'a, T>,
+    k: usize,
     algo: MatmulReduceAlgo,
 ) -> Result<Option<(&'a SymmetricBuffer<'a, T>, &'a SymmetricBuffer<'a, T>)>> {
     let both = match (a.as_symmetric(), b.symmetric) {
         (Some(a), Some(bt)) if b.transposed => Some((a, bt)),
         _ => None,
     };
+    let tiles = (b.len / k) / 256 * (a.len() / k / ccl.world_size() / 128);
     match algo {
-        MatmulReduceAlgo::Auto if ccl.ranks_on_device() == ccl.world_size() => Ok(both),
+        MatmulReduceAlgo::Auto
+            if ccl.ranks_on_device() == ccl.world_size() && pull_fills(ccl, tiles) =>
+        {
+            Ok(both)
+        }
         MatmulReduceAlgo::Pull if both.is_some() => Ok(both),
         MatmulReduceAlgo::Pull => Err(Error::InvalidConfig(format!(
             "{what}: MatmulReduceAlgo::Pull reads A and B in the peers' memory: pass both as SymmetricBuffers, B transposed (MatrixB::transposed)"
@@ -748,8 +765,10 @@ fn copied_ahead<T: MatmulElement>(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MatmulReduceAlgo {
     /// Where every rank of the world shares this rank's device: [`Pull`](Self::Pull)
-    /// when `a` and B are [`SymmetricBuffer`]s and B is transposed (the fastest there,
-    /// by 5-6% on an H100), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
+    /// when `a` and B are [`SymmetricBuffer`]s, B is transposed, and the owners' tiles
+    /// of all the ranks fill the device at least twice (the fastest there, by 5-7% on
+    /// an H100 at 4096 x 4096 x 4096 a rank; with fewer tiles its few long blocks leave
+    /// the device idle at the end), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
     /// the ranks are less than a wave of tiles (a tensor-parallel layer's narrow `n`:
     /// there the call cannot hide the ranks' arrival skew behind its own rows, and
     /// measured slower than the GEMM and the collective one after the other); else
@@ -899,7 +918,7 @@ fn reduced<T: MatmulElement>(
         )));
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
-    if let Some((a, bt)) = pulled(what, ccl, a, &b, algo)? {
+    if let Some((a, bt)) = pulled(what, ccl, a, &b, k, algo)? {
         // Every rank's A and B are written (and, for the all-reduce, no rank still reads
         // its `c` of the last call).
         ccl.barrier()?;

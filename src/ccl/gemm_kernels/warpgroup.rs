@@ -276,17 +276,20 @@ pub mod warpgroup_kernels {
         broken: bool,
     ) {
         if !broken {
-            let out = c.cast::<f32x4>();
-            for i in 0..16 {
-                let v = i as u32 * 256 + thread_idx_x();
-                let (row, quad) = (v / 32, v % 32);
-                let from = unsafe { staged.add((row * PULLED_PITCH + quad * 4) as usize) };
-                let at = (((c_row + row) * n + col) / 4 + quad) as usize;
-                let sum = unsafe { *(from as *const f32x4) };
-                for p in 0..world {
-                    let peer = (me + p) % world;
-                    unsafe { *out.peer_ptr(peer).add(at) = sum };
+            // A copy at a time: its address translated once, the staged values read again
+            // from shared memory for each.
+            let t = thread_idx_x();
+            let mut peer = me;
+            for _ in 0..world {
+                let out = c.cast::<f32x4>().peer_ptr(peer);
+                for i in 0..16 {
+                    let v = i as u32 * 256 + t;
+                    let (row, quad) = (v / 32, v % 32);
+                    let from = unsafe { staged.add((row * PULLED_PITCH + quad * 4) as usize) };
+                    let at = (((c_row + row) * n + col) / 4 + quad) as usize;
+                    unsafe { *out.add(at) = *(from as *const f32x4) };
                 }
+                peer = if peer + 1 == world { 0 } else { peer + 1 };
             }
         }
     }
