@@ -1,7 +1,8 @@
 """PyTorch eager on one GPU doing the local work of `benches/ccl_ops.rs`'s cases for all
 the ranks at once (the bench runs its ranks on one GPU too): the MoE dispatch's row
-permutation and the combine's weighted sum, and the all-reduce's sum + residual add +
-RMSNorm. No communication library is involved: these are the memory-bound kernels a
+permutation and the combine's weighted sum, the all-reduce's sum + residual add +
+RMSNorm, the GEMMs, and the fused reductions' eager equivalent (partial products, then
+their sum; and one matmul over the ranks' concatenated k). No communication library is involved: these are the memory-bound kernels a
 PyTorch program runs around its collectives, the reference for the fused iris kernels.
 
     python3 benches/reference/ccl_ops_torch.py [--ranks 4] [--tokens 4096] [--iters 20]
@@ -92,6 +93,26 @@ def main():
 
     ms = timed(gemms, a.iters)
     results.append((f"torch matmul 4096x4096x4096 bf16 (x{w} ranks) [TFLOP/s]", ms, 2 * 4096**3 * w / 1e3))
+    # The reductions' eager equivalent on one GPU: every rank's partial product (A_r, 4096
+    # x 4096, times B_r given transposed, as a Linear weight), then their sum in f32 (the
+    # reduce-scatter's rows and the all-reduce's are the same sum here); and the same sum
+    # as one matmul over the ranks' concatenated inner dimension.
+    gas = [torch.full((4096, 4096), 0.5, dtype=torch.bfloat16, device=dev) for _ in range(w)]
+    gbs = [torch.full((4096, 4096), 0.25, dtype=torch.bfloat16, device=dev) for _ in range(w)]
+
+    def partials_then_sum():
+        return torch.stack([x @ y.t() for x, y in zip(gas, gbs)]).float().sum(0)
+
+    cat_a, cat_b = torch.cat(gas, dim=1), torch.cat(gbs, dim=1)
+
+    def one_matmul():
+        return (cat_a @ cat_b.t()).float()
+
+    flops = 2 * 4096**3 * w / 1e3
+    results.append(
+        (f"torch partial products then sum (x{w} ranks) [TFLOP/s]", timed(partials_then_sum, a.iters), flops)
+    )
+    results.append((f"torch one matmul over the ranks' k (x{w}) [TFLOP/s]", timed(one_matmul, a.iters), flops))
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     for name, ms, nbytes in results:
         print(f"{name:<62} {ms:9.3f} {nbytes / (ms * 1e-3) / 1e9:8.1f}")
