@@ -17,7 +17,10 @@
 //! On one device shared by the ranks the communication these save is local memory
 //! traffic, a small part of the time: docs/performance.md has the measurements, and why
 //! adding the tiles inside the GEMM (whichever rank's tile lands last) measured slower
-//! than adding them after it.
+//! than adding them after it. There, with A and B symmetric and B transposed, the
+//! reductions need no partial products at all: each owner computes its rows of the sum
+//! as one GEMM over every rank's A and Bᵀ, read where they are
+//! ([`MatmulReduceAlgo::Pull`]).
 //!
 //! The GEMM follows B's layout ([`MatrixB`]): B as `k x n` runs `staged_128` (`mma` on
 //! the matrix units: `mma.sync` on NVIDIA, MFMA on AMD, exact emulation on the CPU
