@@ -801,7 +801,8 @@ pub enum MatmulReduceAlgo {
     /// forms' (each owner's rows are computed once: the all-reduce's copies are
     /// identical). For ranks that share a device, where the peers' memory is the same
     /// memory: across devices each owner would read every rank's whole B over the links.
-    /// Needs `a` and B as [`SymmetricBuffer`]s on every rank and B transposed
+    /// Needs `a` and B as [`SymmetricBuffer`]s, the same two allocations on every rank
+    /// (each rank's copy holding its own A and B), and B transposed
     /// ([`MatrixB::transposed`]); a call without them is refused.
     Pull,
 }
