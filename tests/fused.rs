@@ -673,36 +673,20 @@ fn fused_matmul_shapes_are_checked_before_anything_runs() {
                 Err(Error::InvalidConfig(m)) => assert!(m.contains("SymmetricBuffers"), "{m}"),
                 other => panic!("Pull with {which}: {other:?}"),
             };
-            let local_a = ccl::matmul_reduce_scatter_with(
-                &ccl,
-                &a,
-                ccl::MatrixB::transposed(&bt),
-                &staging,
-                &part,
-                64,
-                pull,
+            macro_rules! pulled {
+                ($a:expr, $b:expr) => {
+                    ccl::matmul_reduce_scatter_with(&ccl, $a, $b, &staging, &part, 64, pull)
+                };
+            }
+            refused(pulled!(&a, ccl::MatrixB::transposed(&bt)), "A local");
+            refused(
+                pulled!(&a_shared, ccl::MatrixB::transposed(&local_bt)),
+                "Bᵀ local",
             );
-            refused(local_a, "A local");
-            let local_b = ccl::matmul_reduce_scatter_with(
-                &ccl,
-                &a_shared,
-                ccl::MatrixB::transposed(&local_bt),
-                &staging,
-                &part,
-                64,
-                pull,
+            refused(
+                pulled!(&a_shared, ccl::MatrixB::k_by_n(&bt)),
+                "B not transposed",
             );
-            refused(local_b, "Bᵀ local");
-            let not_transposed = ccl::matmul_reduce_scatter_with(
-                &ccl,
-                &a_shared,
-                ccl::MatrixB::k_by_n(&bt),
-                &staging,
-                &part,
-                64,
-                pull,
-            );
-            refused(not_transposed, "B not transposed");
             ccl.synchronize()
         })
         .unwrap();

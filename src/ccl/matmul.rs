@@ -505,30 +505,29 @@ fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
 /// device at least twice: with fewer, its few long blocks leave it idle at the end
 /// (measured slower than the GEMM and the collective at a tensor-parallel layer's narrow
 /// `n`). Always on the CPU backend, which has no waves.
-fn pull_fills(ccl: &Ccl<'_>, tiles: usize) -> bool {
+fn pull_fills(ccl: &Ccl<'_>, tiles: u32) -> bool {
     let info = ccl.iris().device_info();
     info.backend == crate::BackendKind::Cpu
-        || (tiles * ccl.ranks_on_device()) as u64 >= 2 * u64::from(info.multiprocessors)
+        || u64::from(tiles) * ccl.ranks_on_device() as u64 >= 2 * u64::from(info.multiprocessors)
 }
 
 /// A's and Bᵀ's symmetric allocations where a reducing GEMM call takes
 /// [`MatmulReduceAlgo::Pull`]: asked for (refused without them), or `Auto` where every
 /// rank of the world shares this device, A and B are symmetric, B transposed, and the
-/// pulled blocks fill the device twice ([`pull_fills`]); `None` otherwise. `k` is the
-/// inner size (a checked shape).
+/// pulled blocks (`tiles` a rank: the owner's tiles with Bᵀ) fill the device twice
+/// ([`pull_fills`]); `None` otherwise.
 fn pulled<'a, T: Pod>(
     what: &str,
     ccl: &Ccl<'_>,
     a: &'a impl LocalArray<T>,
     b: &MatrixB<'a, T>,
-    k: usize,
+    tiles: u32,
     algo: MatmulReduceAlgo,
 ) -> Result<Option<(&'a SymmetricBuffer<'a, T>, &'a SymmetricBuffer<'a, T>)>> {
     let both = match (a.as_symmetric(), b.symmetric) {
         (Some(a), Some(bt)) if b.transposed => Some((a, bt)),
         _ => None,
     };
-    let tiles = (b.len / k) / 256 * (a.len() / k / ccl.world_size() / 128);
     match algo {
         MatmulReduceAlgo::Auto
             if ccl.ranks_on_device() == ccl.world_size() && pull_fills(ccl, tiles) =>
@@ -922,7 +921,8 @@ fn reduced<T: MatmulElement>(
         )));
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
-    if let Some((a, bt)) = pulled(what, ccl, a, &b, k, algo)? {
+    let own_tiles = (part / 128 * (n / width)) as u32;
+    if let Some((a, bt)) = pulled(what, ccl, a, &b, own_tiles, algo)? {
         // Every rank's A and B are written (and, for the all-reduce, no rank still reads
         // its `c` of the last call).
         ccl.barrier()?;
@@ -942,7 +942,6 @@ fn reduced<T: MatmulElement>(
         // No rank rewrites its A or B (or reads its `c`) until every owner is done.
         return ccl.barrier();
     }
-    let own_tiles = (part / 128 * (n / width)) as u32;
     if after_gemm(ccl, own_tiles, algo) {
         // This rank's whole partial product into its own `staging` (no peer writes or
         // reads it: the last collective on it ended with every rank done with it, or
