@@ -9,7 +9,7 @@
 //!   with the cache the first wrote (reading it).
 //!
 //! ```text
-//! cargo bench --bench autotune -- [--ranks 4] [--iters 20] [--json FILE]
+//! cargo bench --bench autotune -- [--ranks 4] [--iters 20] [--queued] [--json FILE]
 //! ```
 //! `--json` writes the table for `scripts/plot_bench.py --autotune`. On the CPU backend it
 //! runs small sizes once (a check that it works, not a speed).
@@ -22,7 +22,7 @@ use iris::{BackendKind, Iris, World};
 
 #[path = "common/timing.rs"]
 mod timing;
-use timing::{arg, time};
+use timing::{arg, time, Timing};
 
 /// One collective and size: fixed and tuned times (ms), the tuned decision.
 struct Row {
@@ -65,7 +65,7 @@ fn call<'a>(
 }
 
 /// Every size, fixed then tuned; and the first tuned calls' time.
-fn run(iris: &Iris, sizes: &[usize], iters: usize, cache: &Path) -> iris::Result<(Vec<Row>, f64)> {
+fn run(iris: &Iris, sizes: &[usize], timing: Timing, cache: &Path) -> iris::Result<(Vec<Row>, f64)> {
     let fixed = Ccl::new(iris)?
         .with_autotune(false)
         .with_autotune_cache(None);
@@ -86,12 +86,12 @@ fn run(iris: &Iris, sizes: &[usize], iters: usize, cache: &Path) -> iris::Result
         for &bytes in sizes {
             let fixed_ms = time(
                 iris,
-                iters,
+                timing,
                 call(&fixed, iris, collective, bytes / 4, false)?,
             )?;
             let tuned_ms = time(
                 iris,
-                iters,
+                timing,
                 call(&tuned, iris, collective, bytes / 4, true)?,
             )?;
             let bucket = format!(
@@ -126,7 +126,8 @@ fn human(b: usize) -> String {
 fn main() -> std::process::ExitCode {
     let ranks = arg("--ranks").unwrap_or(4);
     let gpu = !matches!(World::default_backend(), Ok(BackendKind::Cpu) | Err(_));
-    let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
+    let timing = Timing::from_args(if gpu { 20 } else { 1 });
+    let iters = timing.iters;
     let sizes: Vec<usize> = if gpu {
         (0..9)
             .map(|i| (4usize << 10) << (2 * i))
@@ -141,7 +142,7 @@ fn main() -> std::process::ExitCode {
     let world = |label: &str| {
         World::threads(ranks)
             .heap_bytes(heap)
-            .run(|iris| run(iris, &sizes, iters, &cache))
+            .run(|iris| run(iris, &sizes, timing, &cache))
             .map_err(|e| eprintln!("autotune ({label}): {e}"))
             .ok()
             .map(|mut all| all.swap_remove(0))
@@ -177,7 +178,8 @@ fn main() -> std::process::ExitCode {
         }
     }
     println!(
-        "autotune: {ranks} ranks as threads, median of {iters}, slowest rank; first tuned call of every size: {cold_ms:.1} ms with an empty cache, {warm_ms:.1} ms with the cache ({})",
+        "autotune: {ranks} ranks as threads, {}, slowest rank; first tuned call of every size: {cold_ms:.1} ms with an empty cache, {warm_ms:.1} ms with the cache ({})",
+        timing.describe(),
         file.display()
     );
     println!(

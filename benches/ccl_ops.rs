@@ -24,13 +24,17 @@
 //! the one device the ranks share (every byte read once, written once).
 //!
 //! ```text
-//! cargo bench --bench ccl_ops -- [--ranks 4] [--iters 20] [--tokens 4096]
+//! cargo bench --bench ccl_ops -- [--ranks 4] [--iters 20] [--queued] [--tokens 4096]
 //!     [--gemm MxNxK[,MxNxK..]] [--only gemm] [--sync-stream on]
 //! ```
+//! `--queued` times each sample as ten calls queued back to back (divided by ten), as a
+//! program runs them; without it each call is timed alone, every rank starting it after
+//! a host barrier (so a rank's host thread waking late counts against a call that begins
+//! with a barrier, and not against one that begins with a GEMM).
 //! `--sync-stream on` gives every rank a sync stream (`World::sync_stream`): the fused
 //! GEMMs then queue their split barrier there, beside the own rows.
 //! On the CPU backend it runs small shapes once (a check that it works, not a speed).
-//! The last lines are a table: case, ms (median over iters, slowest rank), GB/s, and the
+//! The last lines are a table: case, ms (median over the samples, slowest rank), GB/s, and the
 //! ratio to the compared way (below 1: faster). Before each fused-GEMM case rank 0 names
 //! it on standard error, so that a run that hangs says where.
 
@@ -46,7 +50,7 @@ use rand::{Rng, SeedableRng};
 
 #[path = "common/timing.rs"]
 mod timing;
-use timing::{arg, time};
+use timing::{arg, time, Timing};
 
 #[iris::kernels]
 mod unfused {
@@ -189,7 +193,7 @@ struct Row {
 /// A copy of `bytes` on the device by a grid-stride kernel of 16-byte vectors, on rank
 /// 0's stream while the other ranks wait (the ceiling's measure: the ranks share one
 /// device, so this is every rank's traffic at once).
-fn copy_ms(iris: &Iris, bytes: usize, iters: usize) -> iris::Result<f64> {
+fn copy_ms(iris: &Iris, bytes: usize, timing: Timing) -> iris::Result<f64> {
     let vectors = bytes / 16;
     let a = iris.zeros::<u32>(vectors * 4)?;
     let b = iris.zeros::<u32>(vectors * 4)?;
@@ -199,7 +203,7 @@ fn copy_ms(iris: &Iris, bytes: usize, iters: usize) -> iris::Result<f64> {
     );
     let sms = iris.device_info().multiprocessors.max(1);
     let me = iris.rank();
-    time(iris, iters, || {
+    time(iris, timing, || {
         if me == 0 {
             unfused::copy_vectors::launch(
                 iris,
@@ -230,10 +234,10 @@ struct Shapes {
     only_gemm: bool,
 }
 
-fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
+fn run(iris: &Iris, s: &Shapes, timing: Timing) -> iris::Result<Vec<Row>> {
     let ccl = Ccl::new(iris)?;
     // The device barrier that frames every fused call: one of 100 back to back.
-    let barriers = time(iris, iters, || (0..100).try_for_each(|_| ccl.barrier()))?;
+    let barriers = time(iris, timing, || (0..100).try_for_each(|_| ccl.barrier()))?;
     let mut rows = vec![Row {
         case: "ccl.barrier, one of 100 back to back".into(),
         ms: barriers / 100.0,
@@ -241,14 +245,14 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
         against: None,
     }];
     if !s.only_gemm {
-        rows.extend(collective_rows(iris, &ccl, s, iters)?);
+        rows.extend(collective_rows(iris, &ccl, s, timing)?);
     }
     // The fused GEMMs against the unfused sequences (all_gather then one GEMM; one GEMM
     // then reduce_scatter; one GEMM then all_reduce, the better algorithm), with B as
     // k x n (staged_128) and transposed (warpgroup_256, Hopper's wgmma).
     for &shape in &s.gemm {
         for transposed in [false, true] {
-            rows.extend(gemm_rows(iris, &ccl, shape, transposed, iters)?);
+            rows.extend(gemm_rows(iris, &ccl, shape, transposed, timing)?);
         }
     }
     ccl.synchronize()?;
@@ -256,7 +260,7 @@ fn run(iris: &Iris, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
 }
 
 /// all_to_all_v, MoE dispatch and combine, all_reduce_rmsnorm.
-fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris::Result<Vec<Row>> {
+fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, timing: Timing) -> iris::Result<Vec<Row>> {
     let world = iris.world_size();
     let me = iris.rank();
     let mut rows = Vec::new();
@@ -270,12 +274,12 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
         let output = iris.symmetric_zeros::<bf16>(n)?;
         let counts = iris.symmetric_from_slice(&vec![(n / world) as u64; world])?;
         let recv_counts = iris.symmetric_zeros::<u64>(world)?;
-        let v = time(iris, iters, || {
+        let v = time(iris, timing, || {
             ccl::all_to_all_v(ccl, &input, &counts, &output, &recv_counts).map(|_| ())
         })?;
-        let fixed = time(iris, iters, || ccl::all_to_all(ccl, &input, &output))?;
+        let fixed = time(iris, timing, || ccl::all_to_all(ccl, &input, &output))?;
         let bytes = (n * 2 * world) as f64; // every rank's input, read once and written once
-        let ceiling = copy_ms(iris, n * 2 * world, iters)?;
+        let ceiling = copy_ms(iris, n * 2 * world, timing)?;
         rows.push(Row {
             case: format!("all_to_all_v {}x{hidden} bf16", tokens),
             ms: v,
@@ -334,8 +338,8 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
         let weights = iris.full(tokens * top_k, 0.125f32)?;
         let recv = iris.symmetric_zeros::<bf16>(capacity * hidden)?;
         let out = iris.zeros::<bf16>(tokens * hidden)?;
-        let dispatch = time(iris, iters, || moe.dispatch(ccl, &x, &idx, &recv))?;
-        let combine = time(iris, iters, || {
+        let dispatch = time(iris, timing, || moe.dispatch(ccl, &x, &idx, &recv))?;
+        let combine = time(iris, timing, || {
             moe.combine(ccl, &recv, &idx, &weights, &out)
         })?;
         moe.check()?;
@@ -367,7 +371,7 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
         let vectors = (hidden / 8) as u64;
         let xv = x.device_ptr().cast::<[bf16; 8]>();
         let sendv = send.local_ptr().cast::<[bf16; 8]>();
-        let unfused_dispatch = time(iris, iters, || {
+        let unfused_dispatch = time(iris, timing, || {
             unfused::permute_rows::launch(
                 iris,
                 blocks(send_rows),
@@ -381,7 +385,7 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
         })?;
         let backv = back.local_ptr().cast::<[bf16; 8]>();
         let outv = out.device_ptr().cast::<[bf16; 8]>();
-        let unfused_combine = time(iris, iters, || {
+        let unfused_combine = time(iris, timing, || {
             ccl::all_to_all_v(ccl, &arrived, &recv_counts, &back, &send_counts)?;
             unfused::weighted_gather::launch(
                 iris,
@@ -397,7 +401,7 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
         })?;
         let moved = (ids.len() * hidden * 2) as f64; // this rank's rows, read and written
         let all_moved = moved * world as f64;
-        let ceiling = copy_ms(iris, all_moved as usize, iters)?;
+        let ceiling = copy_ms(iris, all_moved as usize, timing)?;
         let what = format!("{tokens} tokens x {hidden}, top-{top_k}, {experts} experts");
         rows.push(Row {
             case: format!("moe dispatch ({what})"),
@@ -449,10 +453,10 @@ fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, iters: usize) -> iris
             gamma.device_ptr().cast::<[bf16; 8]>(),
         );
         for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
-            fused.push(time(iris, iters, || {
+            fused.push(time(iris, timing, || {
                 ccl::all_reduce_rmsnorm(ccl, &input, &residual, &gamma, 1e-6, &output, algo)
             })?);
-            unfused_ms.push(time(iris, iters, || {
+            unfused_ms.push(time(iris, timing, || {
                 ccl::all_reduce(ccl, &input, &reduced, ccl::ReduceOp::Sum, algo)?;
                 unfused::add_rmsnorm::launch(
                     iris,
@@ -501,7 +505,7 @@ fn gemm_rows(
     ccl: &Ccl<'_>,
     (m, n, k): (usize, usize, usize),
     transposed: bool,
-    iters: usize,
+    timing: Timing,
 ) -> iris::Result<Vec<Row>> {
     let (world, me) = (iris.world_size(), iris.rank());
     let mut rows = Vec::new();
@@ -572,7 +576,7 @@ fn gemm_rows(
     let mut unfused = f64::MAX;
     for gather in [ccl::AllGatherAlgo::Push, ccl::AllGatherAlgo::Pull] {
         case(&format!("all_gather ({gather:?}) + GEMM"));
-        unfused = unfused.min(time(iris, iters, || {
+        unfused = unfused.min(time(iris, timing, || {
             ccl::all_gather(ccl, &a, &gathered, gather)?;
             gemm_of(&gathered.local_ptr(), &b.device_ptr(), &c, world * m)
         })?);
@@ -585,7 +589,7 @@ fn gemm_rows(
         (ccl::AllGatherMatmulAlgo::CopyAhead, "copied ahead"),
     ] {
         case(&format!("all_gather_matmul, {how}"));
-        let fused = time(iris, iters, || {
+        let fused = time(iris, timing, || {
             ccl::all_gather_matmul_with(ccl, &a, as_b(), &c, k, algo)
         })?;
         rows.push(gemm_row(
@@ -621,13 +625,13 @@ fn gemm_rows(
     }
     let pulled = |algo| algo == ccl::MatmulReduceAlgo::Pull;
     case("GEMM + reduce_scatter");
-    let unfused = time(iris, iters, || {
+    let unfused = time(iris, timing, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
         ccl::reduce_scatter(ccl, &partial, &part, ccl::ReduceOp::Sum)
     })?;
     for &(algo, how) in &forms {
         case(&format!("matmul_reduce_scatter, {how}"));
-        let fused = time(iris, iters, || {
+        let fused = time(iris, timing, || {
             if pulled(algo) {
                 let bt = ccl::MatrixB::transposed(&b_shared);
                 ccl::matmul_reduce_scatter_with(ccl, &a_shared, bt, &staging, &part, k, algo)
@@ -646,14 +650,14 @@ fn gemm_rows(
     let mut best = f64::MAX;
     for algo in [AllReduceAlgo::OneShot, AllReduceAlgo::TwoShot] {
         case(&format!("GEMM + all_reduce ({algo:?})"));
-        best = best.min(time(iris, iters, || {
+        best = best.min(time(iris, timing, || {
             gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
             ccl::all_reduce(ccl, &partial, &whole, ccl::ReduceOp::Sum, algo)
         })?);
     }
     for &(algo, how) in &forms {
         case(&format!("matmul_all_reduce, {how}"));
-        let fused = time(iris, iters, || {
+        let fused = time(iris, timing, || {
             if pulled(algo) {
                 let bt = ccl::MatrixB::transposed(&b_shared);
                 ccl::matmul_all_reduce_with(ccl, &a_shared, bt, &staging, &whole, k, algo)
@@ -670,7 +674,7 @@ fn gemm_rows(
         ));
     }
     case("the GEMM alone");
-    let local = time(iris, iters, || {
+    let local = time(iris, timing, || {
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)
     })?;
     rows.push(gemm_row(
@@ -686,7 +690,7 @@ fn gemm_rows(
         for (everywhere, what) in [(0u32, "into this rank"), (1, "into every rank")] {
             case(&format!("the pulled GEMM alone, {what}"));
             let c = if everywhere == 0 { &part } else { &whole };
-            let pulled = time(iris, iters, || {
+            let pulled = time(iris, timing, || {
                 pulled_wide::launch::<bf16>(
                     iris,
                     LaunchConfig::linear((m / 128 * (n / 256)) as u32, 256),
@@ -715,7 +719,7 @@ fn gemm_rows(
     // fused call framed by barriers would cost; the fused calls run their own rows
     // before the first barrier, so the skew is spent computing.
     case("the GEMM between two device barriers");
-    let framed = time(iris, iters, || {
+    let framed = time(iris, timing, || {
         ccl.barrier()?;
         gemm_of(&a.device_ptr(), &b.device_ptr(), &partial, big)?;
         ccl.barrier()
@@ -763,7 +767,7 @@ fn main() -> std::process::ExitCode {
     let ranks = arg("--ranks").unwrap_or(4);
     let start = Instant::now();
     let gpu = !matches!(World::default_backend(), Ok(BackendKind::Cpu) | Err(_));
-    let iters = arg("--iters").unwrap_or(if gpu { 20 } else { 1 });
+    let timing = Timing::from_args(if gpu { 20 } else { 1 });
     let only_gemm = arg::<String>("--only").is_some_and(|o| o == "gemm");
     let shapes = if gpu {
         Shapes {
@@ -793,7 +797,7 @@ fn main() -> std::process::ExitCode {
     let result = World::threads(ranks)
         .heap_bytes(heap)
         .sync_stream(sync_stream)
-        .run(|iris| run(iris, &shapes, iters));
+        .run(|iris| run(iris, &shapes, timing));
     let rows = match result {
         Ok(mut all) => all.swap_remove(0),
         Err(e) => {
@@ -802,13 +806,14 @@ fn main() -> std::process::ExitCode {
         }
     };
     println!(
-        "ccl_ops: {ranks} ranks as threads on {}{}, median of {iters}, slowest rank; {:.1} s",
+        "ccl_ops: {ranks} ranks as threads on {}{}, {}, slowest rank; {:.1} s",
         if gpu { "the GPU" } else { "the CPU backend" },
         if sync_stream {
             " with sync streams"
         } else {
             ""
         },
+        timing.describe(),
         start.elapsed().as_secs_f64()
     );
     println!("{:<62} {:>9} {:>8}  against", "case", "ms", "GB/s");

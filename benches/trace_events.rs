@@ -4,7 +4,7 @@
 //! every event of the grid).
 //!
 //! ```text
-//! cargo bench --features trace-events --bench trace_events -- [--blocks 132] [--threads 256] [--rounds 64] [--iters 20]
+//! cargo bench --features trace-events --bench trace_events -- [--blocks 132] [--threads 256] [--rounds 64] [--iters 20] [--queued]
 //! ```
 //! Without the `trace-events` feature the calls compile to nothing and both rows are 0
 //! (within noise), which the bench prints as such.
@@ -13,7 +13,7 @@ use iris::World;
 
 #[path = "common/timing.rs"]
 mod timing;
-use timing::{arg, time};
+use timing::{arg, time, Timing};
 
 #[iris::kernels]
 mod kernels {
@@ -46,7 +46,7 @@ fn measure(
     trace: Option<&std::path::Path>,
     grid: (u32, u32),
     rounds: u32,
-    iters: usize,
+    timing: Timing,
 ) -> iris::Result<(f64, f64)> {
     let mut world = World::threads(1).heap_bytes(1 << 20);
     if let Some(dir) = trace {
@@ -54,10 +54,10 @@ fn measure(
     }
     let times = world.run(|iris| {
         let out = iris.zeros::<u64>((grid.0 * grid.1) as usize)?;
-        let with = time(iris, iters, || {
+        let with = time(iris, timing, || {
             kernels::with_events::launch(iris, grid, &out, rounds)
         })?;
-        let without = time(iris, iters, || {
+        let without = time(iris, timing, || {
             kernels::without::launch(iris, grid, &out, rounds)
         })?;
         Ok((with, without))
@@ -69,15 +69,16 @@ fn main() -> iris::Result<()> {
     let blocks: u32 = arg("--blocks").unwrap_or(132);
     let threads: u32 = arg("--threads").unwrap_or(256);
     let rounds: u32 = arg("--rounds").unwrap_or(64);
-    let iters: usize = arg("--iters").unwrap_or(20);
+    let timing = Timing::from_args(20);
     let built_in = cfg!(feature = "trace-events");
     let events = f64::from(blocks) * f64::from(threads) * f64::from(rounds);
     let dir = std::env::temp_dir().join(format!("iris-bench-trace-events-{}", std::process::id()));
-    let (untraced_with, untraced_without) = measure(None, (blocks, threads), rounds, iters)?;
-    let (traced_with, traced_without) = measure(Some(&dir), (blocks, threads), rounds, iters)?;
+    let (untraced_with, untraced_without) = measure(None, (blocks, threads), rounds, timing)?;
+    let (traced_with, traced_without) = measure(Some(&dir), (blocks, threads), rounds, timing)?;
     let _ = std::fs::remove_dir_all(&dir);
     println!(
-        "trace_event cost: {blocks} blocks x {threads} threads x {rounds} events = {events} events a launch; trace-events built in: {built_in}"
+        "trace_event cost: {blocks} blocks x {threads} threads x {rounds} events = {events} events a launch; trace-events built in: {built_in}; {}",
+        timing.describe()
     );
     println!(
         "{:<10} {:>16} {:>16} {:>14}",

@@ -12,7 +12,7 @@
 //!   2026-12-06 (a fused GEMM beside 128 such waiters took 27 ms instead of 1 on an H100).
 //!
 //! ```text
-//! cargo bench --bench waiters -- [--blocks 128] [--gemms 40] [--iters 5]
+//! cargo bench --bench waiters -- [--blocks 128] [--gemms 40] [--iters 5] [--queued]
 //! ```
 //! Every kernel here that waits is loaded with the largest shared-memory split (iris does
 //! so for kernels that may spin); `IRIS_SHARED_CARVEOUT=driver` leaves the split to the
@@ -31,7 +31,7 @@ mod timing;
 use iris::ccl::gemm_kernels::warpgroup_kernels::warpgroup_256;
 use iris::prelude::bf16;
 use iris::{BackendKind, Iris, LaunchConfig, World};
-use timing::{arg, time};
+use timing::{arg, time, Timing};
 
 #[iris::kernels]
 mod waiters {
@@ -94,7 +94,7 @@ impl Waiters {
 }
 
 fn main() -> iris::Result<()> {
-    let iters: usize = arg("--iters").unwrap_or(5);
+    let timing = Timing::from_args(5);
     World::threads(1).sync_stream(true).run(|iris| {
         let cpu = iris.backend_kind() == BackendKind::Cpu;
         let (blocks, gemms, (m, n, k)) = if cpu {
@@ -107,13 +107,14 @@ fn main() -> iris::Result<()> {
             )
         };
         println!(
-            "waiters: {} ({}), {gemms} GEMMs {m}x{n}x{k} bf16, {blocks} waiting blocks",
+            "waiters: {} ({}), {gemms} GEMMs {m}x{n}x{k} bf16, {blocks} waiting blocks; {}",
             iris.device_info().name,
-            iris.backend_kind()
+            iris.backend_kind(),
+            timing.describe()
         );
         let mut rows = Vec::new();
         for waiters in [Waiters::None, Waiters::Library, Waiters::AbortEveryPoll] {
-            let ms = round(iris, iters, waiters, blocks, gemms, (m, n, k))?;
+            let ms = round(iris, timing, waiters, blocks, gemms, (m, n, k))?;
             rows.push((waiters.name(), ms));
         }
         let alone = rows[0].1;
@@ -130,7 +131,7 @@ fn main() -> iris::Result<()> {
 /// stream, `gemms` GEMMs and the flag set on the rank's stream, the fork joined.
 fn round(
     iris: &Iris,
-    iters: usize,
+    timing: Timing,
     waiters: Waiters,
     blocks: u32,
     gemms: usize,
@@ -142,7 +143,7 @@ fn round(
     let flag = iris.symmetric_zeros::<u64>(1)?;
     let me = iris.rank() as u32;
     let limit_ns = 10_000_000_000u64;
-    time(iris, iters, || {
+    time(iris, timing, || {
         waiters::set_flag::launch(iris, (1, 1), &flag, me, 0)?;
         let fork = match waiters {
             Waiters::None => None,
