@@ -65,7 +65,12 @@ fn call<'a>(
 }
 
 /// Every size, fixed then tuned; and the first tuned calls' time.
-fn run(iris: &Iris, sizes: &[usize], timing: Timing, cache: &Path) -> iris::Result<(Vec<Row>, f64)> {
+fn run(
+    iris: &Iris,
+    sizes: &[usize],
+    timing: Timing,
+    cache: &Path,
+) -> iris::Result<(Vec<Row>, f64)> {
     let fixed = Ccl::new(iris)?
         .with_autotune(false)
         .with_autotune_cache(None);

@@ -260,7 +260,12 @@ fn run(iris: &Iris, s: &Shapes, timing: Timing) -> iris::Result<Vec<Row>> {
 }
 
 /// all_to_all_v, MoE dispatch and combine, all_reduce_rmsnorm.
-fn collective_rows(iris: &Iris, ccl: &Ccl<'_>, s: &Shapes, timing: Timing) -> iris::Result<Vec<Row>> {
+fn collective_rows(
+    iris: &Iris,
+    ccl: &Ccl<'_>,
+    s: &Shapes,
+    timing: Timing,
+) -> iris::Result<Vec<Row>> {
     let world = iris.world_size();
     let me = iris.rank();
     let mut rows = Vec::new();
