@@ -501,21 +501,36 @@ fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
     }
 }
 
-/// Whether the pulled GEMM's blocks (`tiles` a rank, each over every rank's k) fill the
-/// device at least twice: with fewer, its few long blocks leave it idle at the end
-/// (measured slower than the GEMM and the collective at a tensor-parallel layer's narrow
-/// `n`). Always on the CPU backend, which has no waves.
+/// Whether the pulled GEMM is expected to end no later than the plain GEMMs and their
+/// collective, counted in waves of blocks (`tiles` a rank: the owner's tiles). The pulled
+/// kernel runs `W · tiles` blocks, each `W` times as long as a plain GEMM block (its k
+/// loop covers every rank's k): `ceil(W · tiles / SMs) · W` plain-block times. The plain
+/// GEMMs run `W² · tiles` blocks, `ceil(W² · tiles / SMs)` times, and the collective
+/// after them at least one more. With few tiles the pulled kernel's long blocks leave
+/// the device idle at its end. On an H100 (132 multiprocessors, 4 ranks) at `n` = 1024:
+/// 64 and 160 tiles in all lost (1.64x and 1.35x of the GEMM then the collective, each
+/// call after a host barrier), 128 and 256 won (0.95-0.97x and 0.88-0.90x), as did
+/// 4096 x 4096 (512 tiles, 0.86-0.91x). Always on the CPU backend, which has no waves.
 fn pull_fills(ccl: &Ccl<'_>, tiles: u32) -> bool {
     let info = ccl.iris().device_info();
-    info.backend == crate::BackendKind::Cpu
-        || u64::from(tiles) * ccl.ranks_on_device() as u64 >= 2 * u64::from(info.multiprocessors)
+    if info.backend == crate::BackendKind::Cpu {
+        return true;
+    }
+    pulled_waves_fit(tiles, ccl.ranks_on_device() as u32, info.multiprocessors)
+}
+
+/// [`pull_fills`]'s count: `tiles` a rank, `ranks` ranks, `sms` multiprocessors.
+fn pulled_waves_fit(tiles: u32, ranks: u32, sms: u32) -> bool {
+    let (ranks, sms) = (u64::from(ranks), u64::from(sms.max(1)));
+    let blocks = u64::from(tiles) * ranks;
+    blocks.div_ceil(sms) * ranks <= (blocks * ranks).div_ceil(sms) + 1
 }
 
 /// A's and Bᵀ's symmetric allocations where a reducing GEMM call takes
 /// [`MatmulReduceAlgo::Pull`]: asked for (refused without them), or `Auto` where every
 /// rank of the world shares this device, A and B are symmetric, B transposed, and the
-/// pulled blocks (`tiles` a rank: the owner's tiles with Bᵀ) fill the device twice
-/// ([`pull_fills`]); `None` otherwise.
+/// pulled blocks (`tiles` a rank: the owner's tiles with Bᵀ) are expected to end no
+/// later than the plain GEMMs and their collective ([`pull_fills`]); `None` otherwise.
 fn pulled<'a, T: Pod>(
     what: &str,
     ccl: &Ccl<'_>,
@@ -768,8 +783,10 @@ fn copied_ahead<T: MatmulElement>(
 pub enum MatmulReduceAlgo {
     /// Where every rank of the world shares this rank's device: [`Pull`](Self::Pull)
     /// when `a` and B are [`SymmetricBuffer`]s, B is transposed, and the owners' tiles
-    /// of all the ranks fill the device at least twice (the fastest there, by 5-7% on
-    /// an H100 at 4096 x 4096 x 4096 a rank; with fewer tiles its few long blocks leave
+    /// of all the ranks, counted in waves of the device's multiprocessors, let its long
+    /// blocks end no later than the plain GEMMs and their collective (the fastest there:
+    /// on an H100 at 4 ranks, 0.86-0.91x of the GEMM then the collective at 4096 x 4096
+    /// x 4096 a rank, 0.95-0.97x at n = 1024; with fewer tiles its few long blocks leave
     /// the device idle at the end), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
     /// the ranks are less than a wave of tiles (a tensor-parallel layer's narrow `n`:
     /// there the call cannot hide the ranks' arrival skew behind its own rows, and
@@ -1009,4 +1026,30 @@ fn reduced<T: MatmulElement>(
         ccl.barrier()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pulled_waves_fit;
+
+    /// The H100 runs the rule follows (132 multiprocessors, 4 ranks, tiles in all):
+    /// 64 and 160 lost to the GEMM then the collective, 128, 256 and 512 won.
+    #[test]
+    fn pull_is_taken_where_it_measured_faster() {
+        for (all_tiles, won) in [
+            (64, false),
+            (160, false),
+            (128, true),
+            (256, true),
+            (512, true),
+        ] {
+            assert_eq!(
+                pulled_waves_fit(all_tiles / 4, 4, 132),
+                won,
+                "{all_tiles} tiles"
+            );
+        }
+        // One rank: the pulled kernel is the plain GEMM.
+        assert!(pulled_waves_fit(1, 1, 132));
+    }
 }
