@@ -509,8 +509,9 @@ fn after_gemm(ccl: &Ccl<'_>, tiles: u32, algo: MatmulReduceAlgo) -> bool {
 /// after them at least one more. With few tiles the pulled kernel's long blocks leave
 /// the device idle at its end. On an H100 (132 multiprocessors, 4 ranks) at `n` = 1024:
 /// 64 and 160 tiles in all lost (1.64x and 1.35x of the GEMM then the collective, each
-/// call after a host barrier), 128 and 256 won (0.95-0.97x and 0.88-0.90x), as did
-/// 4096 x 4096 (512 tiles, 0.86-0.91x). Always on the CPU backend, which has no waves.
+/// call after a host barrier), 128 matched it (0.94-1.01x per call, 0.83-0.86x queued
+/// back to back) and 256 won (0.88-0.90x, 0.81x), as did 4096 x 4096 (512 tiles).
+/// Always on the CPU backend, which has no waves.
 fn pull_fills(ccl: &Ccl<'_>, tiles: u32) -> bool {
     let info = ccl.iris().device_info();
     if info.backend == crate::BackendKind::Cpu {
@@ -786,7 +787,8 @@ pub enum MatmulReduceAlgo {
     /// of all the ranks, counted in waves of the device's multiprocessors, let its long
     /// blocks end no later than the plain GEMMs and their collective (the fastest there:
     /// on an H100 at 4 ranks, 0.86-0.91x of the GEMM then the collective at 4096 x 4096
-    /// x 4096 a rank, 0.95-0.97x at n = 1024; with fewer tiles its few long blocks leave
+    /// x 4096 a rank, 0.83-0.86x at n = 1024 with the calls queued back to back; with
+    /// fewer tiles its few long blocks leave
     /// the device idle at the end), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
     /// the ranks are less than a wave of tiles (a tensor-parallel layer's narrow `n`:
     /// there the call cannot hide the ranks' arrival skew behind its own rows, and
