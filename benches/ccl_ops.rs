@@ -11,7 +11,8 @@
 //! - `all_reduce_rmsnorm` against `all_reduce` followed by an add + RMSNorm kernel, both
 //!   algorithms, the best of each side compared.
 //! - First, always: `ccl.barrier()` (the device barrier that frames the fused calls), one
-//!   of 100 back to back.
+//!   of 100 back to back, and one a call (timed call by call, that is the ranks' start
+//!   skew and the barrier).
 //! - The fused GEMMs (`all_gather_matmul`, `matmul_reduce_scatter`, `matmul_all_reduce`,
 //!   bf16, 4096 x 4096 x 4096 a rank) against the collective then (or after) the same GEMM
 //!   kernel, the faster algorithm of the collective, and the GEMM alone (the compute with
@@ -238,12 +239,23 @@ fn run(iris: &Iris, s: &Shapes, timing: Timing) -> iris::Result<Vec<Row>> {
     let ccl = Ccl::new(iris)?;
     // The device barrier that frames every fused call: one of 100 back to back.
     let barriers = time(iris, timing, || (0..100).try_for_each(|_| ccl.barrier()))?;
-    let mut rows = vec![Row {
-        case: "ccl.barrier, one of 100 back to back".into(),
-        ms: barriers / 100.0,
-        bytes: 0.0,
-        against: None,
-    }];
+    // One barrier a call: timed call by call, the slowest rank's time is the ranks' start
+    // skew (the earliest waits for the last) plus the barrier; queued, the barrier alone.
+    let one = time(iris, timing, || ccl.barrier())?;
+    let mut rows = vec![
+        Row {
+            case: "ccl.barrier, one of 100 back to back".into(),
+            ms: barriers / 100.0,
+            bytes: 0.0,
+            against: None,
+        },
+        Row {
+            case: "ccl.barrier, one a call (timed per call: with the start skew)".into(),
+            ms: one,
+            bytes: 0.0,
+            against: None,
+        },
+    ];
     if !s.only_gemm {
         rows.extend(collective_rows(iris, &ccl, s, timing)?);
     }
