@@ -20,7 +20,7 @@ pub struct Timing {
     /// Samples taken; the median is reported (`--iters`).
     pub iters: usize,
     /// `false`: each sample is one call, every rank starting it after a host barrier (the
-    /// slowest rank's time, so a rank's host thread waking late counts against the call).
+    /// slowest rank's time, so a rank that queues its call late counts against the call).
     /// `true` (`--queued`): each sample is [`QUEUED_CALLS`] calls queued back to back, as
     /// a program runs them, divided by their number: the host is ahead of the device and
     /// the threads' start, paid once, is spread over the calls.

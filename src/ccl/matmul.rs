@@ -788,12 +788,11 @@ pub enum MatmulReduceAlgo {
     /// blocks end no later than the plain GEMMs and their collective (the fastest there:
     /// on an H100 at 4 ranks, 0.86-0.91x of the GEMM then the collective at 4096 x 4096
     /// x 4096 a rank, 0.83-0.86x at n = 1024 with the calls queued back to back; with
-    /// fewer tiles its few long blocks leave
-    /// the device idle at the end), else [`AfterGemm`](Self::AfterGemm) when the own rows of all
-    /// the ranks are less than a wave of tiles (a tensor-parallel layer's narrow `n`:
-    /// there the call cannot hide the ranks' arrival skew behind its own rows, and
-    /// measured slower than the GEMM and the collective one after the other); else
-    /// [`IntoOwners`](Self::IntoOwners). Every rank passes the same kinds of arrays (the
+    /// fewer tiles its few long blocks leave the device idle at the end), else
+    /// [`AfterGemm`](Self::AfterGemm) when the own rows of all the ranks are less than a
+    /// wave of tiles (a tensor-parallel layer's narrow `n`: there the call cannot hide
+    /// the ranks' arrival skew behind its own rows, and measured slower than the GEMM
+    /// and the collective one after the other); else [`IntoOwners`](Self::IntoOwners). Every rank passes the same kinds of arrays (the
     /// choice follows them).
     #[default]
     Auto,
