@@ -77,7 +77,7 @@ manifest="$bundle/MANIFEST"
 if [[ ! -f $manifest ]]; then
     {
         echo "# kind<TAB>name<TAB>package<TAB>file<TAB>arguments"
-        echo "# built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo '+changes'), profile $profile"
+        echo "# built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo '+changes'), profile $profile"
     } >"$manifest"
 fi
 

@@ -134,7 +134,8 @@ fn kernels_that_spin() -> Vec<(&'static str, bool)> {
 /// Kernels that wait for another rank, by hand or with `signal_wait_until`, and the
 /// collectives' barrier kernels may spin (so on NVIDIA GPUs the runtime gives them the
 /// largest shared-memory split, and a waiting consumer never holds a multiprocessor its
-/// producer's GEMM blocks need); kernels that only store, and the GEMMs, do not.
+/// producer's GEMM blocks need), the fused GEMMs whose launch holds a split barrier too;
+/// kernels that only store, and the plain GEMMs, do not.
 #[test]
 fn kernels_that_wait_are_marked_as_spinning_and_the_others_are_not() {
     let all = kernels_that_spin();
@@ -160,10 +161,20 @@ fn kernels_that_wait_are_marked_as_spinning_and_the_others_are_not() {
         "wait_arrived",
         "recv",
         "reduce_scatter",
+        // The fused GEMMs' own rows hold the split barrier's wait in their last block.
+        "gather_wide",
+        "scatter_staged",
     ] {
         assert!(spins(waits), "{waits} waits for a peer: {all:?}");
     }
-    for computes in ["arrive", "warpgroup_256", "tiles_128", "scatter_staged"] {
+    for computes in [
+        "arrive",
+        "warpgroup_256",
+        "tiles_128",
+        "staged_128",
+        "pulled_wide",
+        "transpose_32",
+    ] {
         assert!(!spins(computes), "{computes} waits for nothing: {all:?}");
     }
 }

@@ -135,9 +135,10 @@ impl<'ctx> Ccl<'ctx> {
         let wishes = iris.all_gather(wish)?;
         let slots = wishes.iter().map(|w| w[0]).min().unwrap_or(1).max(1) as u32;
         let block_threads = wishes.iter().map(|w| w[1]).min().unwrap_or(1).max(1) as u32;
-        // The barrier's words, then two point-to-point words per rank.
+        // The barrier's words, two point-to-point words per rank, then the fused GEMMs'
+        // count of finished blocks (`grid_done_word`).
         let pair_words = signals::HEADER_WORDS + slots as usize * world;
-        let signals = iris.symmetric_zeros::<u64>(pair_words + 2 * world)?;
+        let signals = iris.symmetric_zeros::<u64>(pair_words + 2 * world + 1)?;
         // The collectives reach every rank's copy: a provider that cannot (ranks on other
         // nodes, memory that could not be mapped) is refused here on every rank, naming
         // the ranks.
@@ -469,6 +470,13 @@ impl<'ctx> Ccl<'ctx> {
     /// The autotuner of the `Auto` algorithms.
     pub(super) fn tuner(&self) -> &Tuner {
         &self.tuner
+    }
+
+    /// The word of `signals` (this rank's copy) in which a fused GEMM's launch counts its
+    /// finished blocks, so that the last one waits at the split barrier (0 between
+    /// launches); the buffer's last word.
+    pub(super) fn grid_done_word(&self) -> u32 {
+        (self.signals.len() - 1) as u32
     }
 
     /// The copy-ahead all-gather GEMM's workspace.

@@ -181,6 +181,39 @@ pub mod barrier {
         false
     }
 
+    /// The split barrier inside a launch of many blocks, first half (the fused GEMMs' own
+    /// rows, in place of the one-thread `arrive` kernel before them): block 0's first
+    /// thread arrives at slot 0's next epoch, where `done != 0` (every rank's work queued
+    /// before this launch has finished). Pair it with [`ccl_grid_wait`] in the same
+    /// launch.
+    pub fn ccl_grid_arrive(signals: Symmetric<u64>, done: u32, me: u32, world: u32) {
+        if done != 0 && block_idx_x() == 0 && thread_idx_x() == 0 {
+            let epoch = ccl_epoch(signals, 0, me) + 1;
+            ccl_signal(signals, 0, epoch, me, world);
+            ccl_epoch_done(signals, 0, me, epoch);
+        }
+    }
+
+    /// The second half, after each block's work, where `done != 0`: the block's first
+    /// thread counts it in word `done` (a word of this rank's copy that is 0 between
+    /// launches), and the launch's last block sets the count back to 0 and waits,
+    /// bounded by `timeout_ns`, until every rank arrived at the epoch block 0 signalled
+    /// (the count's `AcqRel` chain orders block 0's epoch before this read). So the work
+    /// queued after the launch starts as soon as it ends, not after a one-block wait
+    /// kernel, which a device starts only once every grid queued before it has started
+    /// its blocks. Every block must get here, once.
+    pub fn ccl_grid_wait(signals: Symmetric<u64>, done: u32, me: u32, world: u32, timeout_ns: u64) {
+        if done != 0 && thread_idx_x() == 0 {
+            let count = signals.add(done as usize);
+            let before = atomic_add(count, 1u64, me, Ordering::AcqRel, Scope::Device);
+            if before + 1 == grid_dim_x() as u64 {
+                atomic_store(count, 0u64, me, Ordering::Relaxed, Scope::Device);
+                let epoch = ccl_epoch(signals, 0, me);
+                ccl_wait(signals, 0, epoch, me, world, timeout_ns);
+            }
+        }
+    }
+
     /// A collective kernel's entry (every rank's earlier work on its stream, which wrote
     /// the inputs and last read the outputs, has finished): thread 0 of the block signals
     /// barrier slot `block_idx_x()` for the slot's next epoch, every thread waits. Whether

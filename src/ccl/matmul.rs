@@ -202,14 +202,22 @@ macro_rules! matmul_element {
                         me,
                         world,
                         first,
+                        split:
+                            InGrid {
+                                signals,
+                                done,
+                                timeout_ns,
+                            },
                     } => {
                         if l.wide {
                             warpgroup_kernels::gather_wide::launch::<$t>(
-                                iris, config, a, b, c, m, n, k, me, world, first,
+                                iris, config, a, b, c, m, n, k, me, world, first, signals, done,
+                                timeout_ns,
                             )
                         } else {
                             staged_kernels::gather_staged::launch::<$t>(
-                                iris, config, a, b, c, m, n, k, me, world, first,
+                                iris, config, a, b, c, m, n, k, me, world, first, signals, done,
+                                timeout_ns,
                             )
                         }
                     }
@@ -271,21 +279,28 @@ macro_rules! matmul_element {
                     &Fused::Scatter {
                         a,
                         staging,
-                        signals,
                         part,
                         n,
                         k,
                         me,
                         world,
                         first,
+                        split:
+                            InGrid {
+                                signals,
+                                done,
+                                timeout_ns,
+                            },
                     } => {
                         if l.wide {
                             warpgroup_kernels::scatter_wide::launch::<$t>(
-                                iris, config, &a, b, staging, signals, part, n, k, me, world, first,
+                                iris, config, &a, b, staging, signals, part, n, k, me, world,
+                                first, done, timeout_ns,
                             )
                         } else {
                             staged_kernels::scatter_staged::launch::<$t>(
-                                iris, config, &a, b, staging, signals, part, n, k, me, world, first,
+                                iris, config, &a, b, staging, signals, part, n, k, me, world,
+                                first, done, timeout_ns,
                             )
                         }
                     }
@@ -320,7 +335,7 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         world: u32,
     },
     /// `gather_*`: ranks' `m` rows of `a` into this rank's `c`, steps `first..` (step `i`
-    /// rank `me + i`'s rows).
+    /// rank `me + i`'s rows), with the split barrier inside it or not (`split`).
     Gather {
         a: &'a SymmetricBuffer<'ctx, T>,
         c: &'a SymmetricBuffer<'ctx, f32>,
@@ -330,6 +345,7 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         me: u32,
         world: u32,
         first: u32,
+        split: InGrid<'a, 'ctx>,
     },
     /// `gather_ahead_*`: as `Gather`, every rank's rows copied ahead into `gathered`
     /// (`W·m x k`, this rank's), with the task counter and flags in `work`.
@@ -347,17 +363,17 @@ pub enum Fused<'a, 'ctx, T: Pod> {
     },
     /// `scatter_*`: this rank's partial product, each tile into slot `me` of its
     /// owner's `staging`, steps `first..` (step `i` owner `me + i`'s rows), unless the
-    /// communicator (`signals`) is broken.
+    /// communicator (`split.signals`) is broken; with the split barrier inside it or not.
     Scatter {
         a: DevicePtr<T>,
         staging: &'a SymmetricBuffer<'ctx, f32>,
-        signals: &'a SymmetricBuffer<'ctx, u64>,
         part: u32,
         n: u32,
         k: u32,
         me: u32,
         world: u32,
         first: u32,
+        split: InGrid<'a, 'ctx>,
     },
     /// `pulled_wide` (Bᵀ only): owner `me`'s rows of every rank's product, their A and
     /// Bᵀ read where they are, into this rank's `c` or (`everywhere`) every rank's.
@@ -373,6 +389,28 @@ pub enum Fused<'a, 'ctx, T: Pod> {
         world: u32,
         everywhere: u32,
     },
+}
+
+/// The split barrier inside a fused GEMM's launch (`ccl_grid_arrive`, `ccl_grid_wait`): the
+/// communicator's `signals`, the word its blocks are counted in (`done`; 0: this launch
+/// neither arrives nor waits) and the wait's bound.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct InGrid<'a, 'ctx> {
+    signals: &'a SymmetricBuffer<'ctx, u64>,
+    done: u32,
+    timeout_ns: u64,
+}
+
+impl<'a, 'ctx> InGrid<'a, 'ctx> {
+    /// The launch that arrives first and waits last (`inside`), or neither, of `ccl`.
+    fn of(ccl: &'a Ccl<'ctx>, inside: bool) -> Self {
+        Self {
+            signals: ccl.signals(),
+            done: if inside { ccl.grid_done_word() } else { 0 },
+            timeout_ns: ccl.wait_limit_ns(),
+        }
+    }
 }
 
 /// A block per tile of C (`128 x 128` with four warps, of 64 lanes on AMD and 32
@@ -449,17 +487,18 @@ fn own_rows_first(ccl: &Ccl<'_>, tiles: u32) -> bool {
         || u64::from(tiles) * ccl.ranks_on_device() as u64 >= u64::from(info.multiprocessors)
 }
 
-/// Launches a fused GEMM's steps (`launch(first, steps)`: step 0 this rank's own rows,
-/// step `i` rank or owner `me + i`'s) after the sync that lets them touch the peers'
-/// memory: where [`own_rows_first`] says so, this rank arrives at a split barrier,
-/// launches step 0, waits for the other ranks and launches the rest; else a barrier,
-/// then every step in one launch. A rank with a sync stream
+/// Launches a fused GEMM's steps (`launch(first, steps, inside)`: step 0 this rank's own
+/// rows, step `i` rank or owner `me + i`'s) after the sync that lets them touch the
+/// peers' memory: where [`own_rows_first`] says so, step 0 alone with the split barrier
+/// inside its launch (`inside`: its block 0 arrives as it starts, its last block waits
+/// for the other ranks; the barrier library's `ccl_grid_arrive` and `ccl_grid_wait`), then the rest; else a barrier, then
+/// every step in one launch. A rank with a sync stream
 /// ([`World::sync_stream`](crate::World::sync_stream)) queues the split barrier's arrive
-/// and wait there, beside step 0, so the wait starts at once rather than after step 0.
+/// and wait kernels there instead, beside step 0.
 fn own_rows_then_peers(
     ccl: &Ccl<'_>,
     tiles: u32,
-    mut launch: impl FnMut(u32, u32) -> Result<()>,
+    mut launch: impl FnMut(u32, u32, bool) -> Result<()>,
 ) -> Result<()> {
     let world = ccl.world_size() as u32;
     if world > 1 && own_rows_first(ccl, tiles) {
@@ -470,20 +509,16 @@ fn own_rows_then_peers(
         match synced {
             Some(fork) => {
                 // Step 0 waits for no other rank (its blocks only check the broken word).
-                let own = launch(0, 1);
+                let own = launch(0, 1, false);
                 fork.join()?;
                 own?;
             }
-            None => {
-                ccl.barrier_arrive()?;
-                launch(0, 1)?;
-                ccl.barrier_wait()?;
-            }
+            None => launch(0, 1, true)?,
         }
-        launch(1, world - 1)
+        launch(1, world - 1, false)
     } else {
         ccl.barrier()?;
-        launch(0, world)
+        launch(0, world, false)
     }
 }
 
@@ -672,7 +707,7 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     let (m, n, k, world) = (m as u32, n as u32, k as u32, world as u32);
     // Steps `first..first + steps` read in place from `a` (the ranks' A or their
     // snapshots): `steps` ranks' rows, rank `me + first`'s first.
-    let read_in_place = |a: &SymmetricBuffer<'_, T>, first: u32, steps: u32| {
+    let read_in_place = |a: &SymmetricBuffer<'_, T>, first: u32, steps: u32, inside: bool| {
         let op = Fused::Gather {
             a,
             c,
@@ -682,10 +717,11 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
             me,
             world,
             first,
+            split: InGrid::of(ccl, inside),
         };
         launch_gemm(ccl, &b, (steps * m) as usize, n as usize, op)
     };
-    let in_place = |first: u32, steps: u32| read_in_place(a, first, steps);
+    let in_place = |first: u32, steps: u32, inside: bool| read_in_place(a, first, steps, inside);
     let tiles = (m / 128) * (n / b.tile_width() as u32);
     if algo == AllGatherMatmulAlgo::Snapshot {
         let len = (m * k) as usize;
@@ -710,12 +746,9 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
             )?;
             // This rank's own rows (step 0 alone) from its A; the peers' from their
             // snapshots.
-            own_rows_then_peers(ccl, tiles, |first, steps| {
-                read_in_place(
-                    if steps == 1 && first == 0 { a } else { half },
-                    first,
-                    steps,
-                )
+            own_rows_then_peers(ccl, tiles, |first, steps, inside| {
+                let rows = if steps == 1 && first == 0 { a } else { half };
+                read_in_place(rows, first, steps, inside)
             })
         })?;
         // Again: a barrier before the GEMM (the one-launch form) said none was pending.
@@ -723,12 +756,12 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
         return Ok(());
     }
     // The peers' rows read in place, or copied ahead (step 0 is read in place either way).
-    own_rows_then_peers(ccl, tiles, |first, steps| {
+    own_rows_then_peers(ccl, tiles, |first, steps, inside| {
         if !ahead {
-            return in_place(first, steps);
+            return in_place(first, steps, inside);
         }
         if first == 0 {
-            in_place(0, 1)?;
+            in_place(0, 1, inside)?;
         }
         if first + steps > 1 {
             copied_ahead(ccl, a, &b, c, [m, n, k, me, world])?;
@@ -983,24 +1016,24 @@ fn reduced<T: MatmulElement>(
         };
     }
     // Steps `first..first + steps`: the rows of `steps` owners, owner `me + first` first.
-    let scatter = |first: usize, steps: usize| {
+    let scatter = |first: usize, steps: usize, inside: bool| {
         let op = Fused::Scatter {
             a: a.local_ptr(),
             staging,
-            signals: ccl.signals(),
             part: part as u32,
             n: n as u32,
             k: k as u32,
             me: ccl.rank() as u32,
             world: world as u32,
             first: first as u32,
+            split: InGrid::of(ccl, inside),
         };
         launch_gemm(ccl, &b, steps * part, n, op)
     };
     // Every rank has added its slots of the last call before any rank writes them: this
     // rank's own rows (its own `staging`, free by stream order) may go before that.
-    own_rows_then_peers(ccl, own_tiles, |first, steps| {
-        scatter(first as usize, steps as usize)
+    own_rows_then_peers(ccl, own_tiles, |first, steps, inside| {
+        scatter(first as usize, steps as usize, inside)
     })?;
     // Every rank's tiles of this rank's rows have landed.
     ccl.barrier()?;

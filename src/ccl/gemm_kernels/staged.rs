@@ -45,7 +45,9 @@ pub mod staged_kernels {
     /// on each rank, read through A's peer table). The launch covers steps `first..`, as
     /// many as its blocks make (`m / 128 · n / 128` blocks a step); step `i` is rank `(me
     /// + i) % W`'s rows, so step 0 is this rank's own (read before its peers' A is
-    /// known to be written). `m` a multiple of 128.
+    /// known to be written). `m` a multiple of 128. With `done` non-zero the launch holds
+    /// the split barrier (`ccl_grid_arrive` / `ccl_grid_wait` on `signals`, the wait
+    /// bounded by `timeout_ns`).
     #[kernel(instances(T = [bf16, f16]))]
     pub fn gather_staged<T: MmaElement>(
         a: Symmetric<T>,
@@ -57,7 +59,11 @@ pub mod staged_kernels {
         me: u32,
         world: u32,
         first: u32,
+        signals: Symmetric<u64>,
+        done: u32,
+        timeout_ns: u64,
     ) {
+        ccl_grid_arrive(signals, done, me, world);
         let tile = block_tile(n, 128);
         let (br, bc) = (tile[0], tile[1]);
         let source = (me + first + br / m) % world;
@@ -66,6 +72,7 @@ pub mod staged_kernels {
         let sb = shared_array::<T, 26112>(); // 3 buffers x 64 rows x 136 (128 + 8 padding)
         let (row, c_row) = (br % m, source * m + br % m);
         staged_block(sa, sb, rows, row, b, bc, n, k, c, c_row, me, 1, world);
+        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// `staged_128` over the peers' rows of A, copied ahead (all-gather then GEMM, fused,
@@ -123,6 +130,7 @@ pub mod staged_kernels {
     /// many as its blocks make (`part / 128 · n / 128` blocks a step); step `i` is owner
     /// `(me + i) % W`'s rows, so step 0 stores into this rank's own `staging`. Nothing
     /// is stored where the communicator (`signals`) is broken: a barrier before it gave up.
+    /// The split barrier inside the launch where `done` is non-zero, as `gather_staged`.
     #[kernel(instances(T = [bf16, f16]))]
     pub fn scatter_staged<T: MmaElement>(
         a: *const T,
@@ -135,9 +143,13 @@ pub mod staged_kernels {
         me: u32,
         world: u32,
         first: u32,
+        done: u32,
+        timeout_ns: u64,
     ) {
+        ccl_grid_arrive(signals, done, me, world);
         // After a barrier that gave up, nothing goes into a peer's staging.
         if ccl_block_broken(signals, shared_array::<u32, 1>(), me) {
+            ccl_grid_wait(signals, done, me, world, timeout_ns);
             return;
         }
         let tile = block_tile(n, 128);
@@ -160,6 +172,7 @@ pub mod staged_kernels {
             1,
             world,
         );
+        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// One 128 x 128 tile of C: rows `a_row..` of A (`k` columns) times columns `bc..` of

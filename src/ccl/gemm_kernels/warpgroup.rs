@@ -44,7 +44,8 @@ pub mod warpgroup_kernels {
     }
 
     /// `warpgroup_256` over ranks' rows of A where they are (all-gather then GEMM, fused),
-    /// steps `first..` as `gather_staged` (`m / 128 · n / 256` blocks a step).
+    /// steps `first..` and the split barrier as `gather_staged` (`m / 128 · n / 256` blocks
+    /// a step).
     #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
     pub fn gather_wide<T: MmaElement>(
         a: Symmetric<T>,
@@ -56,7 +57,11 @@ pub mod warpgroup_kernels {
         me: u32,
         world: u32,
         first: u32,
+        signals: Symmetric<u64>,
+        done: u32,
+        timeout_ns: u64,
     ) {
+        ccl_grid_arrive(signals, done, me, world);
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
         let source = (me + first + br / m) % world;
@@ -65,6 +70,7 @@ pub mod warpgroup_kernels {
         let sb = shared_array::<T, 65536>(); // 4 buffers x 256 columns x 64 k
         let (row, c_row) = (br % m, source * m + br % m);
         wide_block(sa, sb, rows, row, bt, bc, n, k, c, c_row, me, 1, world);
+        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// `warpgroup_256` over every rank's rows of A, copied ahead into this rank's
@@ -110,7 +116,8 @@ pub mod warpgroup_kernels {
     }
 
     /// `warpgroup_256` with its product scattered to the ranks that own its rows, steps
-    /// `first..` as `scatter_staged` (`part / 128 · n / 256` blocks a step).
+    /// `first..` and the split barrier as `scatter_staged` (`part / 128 · n / 256` blocks
+    /// a step).
     #[kernel(instances(T = [bf16, f16]), max_threads = 256)]
     pub fn scatter_wide<T: MmaElement>(
         a: *const T,
@@ -123,13 +130,16 @@ pub mod warpgroup_kernels {
         me: u32,
         world: u32,
         first: u32,
+        done: u32,
+        timeout_ns: u64,
     ) {
+        ccl_grid_arrive(signals, done, me, world);
         // After a barrier that gave up, nothing goes into a peer's staging: the tile is
         // stored into no rank. Each thread reads the word here and uses it only after the
         // k loop (no block barrier before the GEMM). Threads need not agree: a launch
         // that stores into peers comes after the barrier kernels that write the word, so
-        // they all read the same; the own rows' launch may run beside a wait that sets
-        // it, and stores only into this rank.
+        // they all read the same; the own rows' launch (whose last block's wait, or a
+        // wait kernel beside it on a sync stream, may set it) stores only into this rank.
         let broken = ccl_broken(signals, me);
         let tile = block_tile(n, 256);
         let (br, bc) = (tile[0], tile[1]);
@@ -151,6 +161,7 @@ pub mod warpgroup_kernels {
             if broken { 0 } else { 1 },
             world,
         );
+        ccl_grid_wait(signals, done, me, world, timeout_ns);
     }
 
     /// `warpgroup_256` over every rank's share of the inner dimension at once, where the
