@@ -19,7 +19,9 @@
 //!   no communication, its ceiling here); each form of the fused call (the all-gather
 //!   GEMM's in place, from snapshots and copied ahead, the reductions' into owners and
 //!   after the GEMM);
-//!   with B as `k x n` (`staged_128`) and transposed (`warpgroup_256`, Hopper's `wgmma`).
+//!   with B as `k x n` (`staged_128`; on Hopper, as the library does, transposed first
+//!   and `warpgroup_256`, in the unfused sequences too) and transposed (`warpgroup_256`,
+//!   Hopper's `wgmma`).
 //!
 //! The ceiling is a device-to-device copy of the bytes each operation reads and writes on
 //! the one device the ranks share (every byte read once, written once).
@@ -42,6 +44,7 @@
 use std::time::Instant;
 
 use iris::ccl::gemm_kernels::staged_kernels::staged_128;
+use iris::ccl::gemm_kernels::transpose_kernels::transpose_32;
 use iris::ccl::gemm_kernels::warpgroup_kernels::{pulled_wide, warpgroup_256};
 use iris::ccl::{self, AllReduceAlgo, Ccl, Moe, MoeShape};
 use iris::prelude::bf16;
@@ -526,11 +529,19 @@ fn gemm_rows(
 ) -> iris::Result<Vec<Row>> {
     let (world, me) = (iris.world_size(), iris.rank());
     let mut rows = Vec::new();
+    // B as `k x n` goes where the library's fused calls take it: on Hopper through a
+    // transpose into `warpgroup_256` (n whole 256-wide tiles), elsewhere `staged_128`.
+    let info = iris.device_info();
+    let via_bt = !transposed && info.target == "sm_90" && n % 256 == 0;
     let kernel = if transposed {
         "warpgroup_256, Bᵀ"
+    } else if via_bt {
+        "B transposed, warpgroup_256"
     } else {
         "staged_128, B"
     };
+    // Bᵀ for the unfused GEMMs where B is transposed first (written before each GEMM).
+    let b_t = iris.zeros::<bf16>(if via_bt { k * n } else { 0 })?;
     // Which case runs, on standard error (a run that hangs names it).
     let case = |what: &str| {
         if me == 0 {
@@ -542,12 +553,25 @@ fn gemm_rows(
                    b: &DevicePtr<bf16>,
                    c: &iris::SymmetricBuffer<'_, f32>,
                    rows: usize| {
-        if transposed {
+        if transposed || via_bt {
+            let bt = if via_bt {
+                transpose_32::launch::<bf16>(
+                    iris,
+                    LaunchConfig::linear(((k / 32) * (n / 32)) as u32, 256),
+                    b,
+                    &b_t.device_ptr(),
+                    k as u32,
+                    n as u32,
+                )?;
+                b_t.device_ptr()
+            } else {
+                *b
+            };
             return warpgroup_256::launch::<bf16>(
                 iris,
                 LaunchConfig::linear((rows / 128 * (n / 256)) as u32, 256),
                 a,
-                b,
+                &bt,
                 c,
                 n as u32,
                 k as u32,

@@ -787,3 +787,53 @@ fn a_fused_gemm_that_gives_up_on_a_rank_writes_nothing_of_it() {
         assert!(problems.is_empty(), "{backend}: {}", problems.join("\n"));
     }
 }
+
+/// The kernel that puts B in the layout of a device's fused GEMM kernel (`transpose_32`:
+/// on Hopper a B given `k x n` goes to `warpgroup_256` as Bᵀ, on other GPUs a Bᵀ to
+/// `staged_128` as `k x n`) against the host, both ways, bf16 and f16, on every backend.
+/// The fused calls through it are the GPU runs above with B at `n` = 1024 (on an H100:
+/// `fused_matmuls_with_the_own_rows_first_match_the_host_on_a_gpu`, the sync-stream
+/// test); the CPU backend runs the kernel of the layout given.
+#[test]
+fn the_transpose_into_the_kernels_layout_matches_the_host() {
+    use iris::ccl::gemm_kernels::transpose_kernels::transpose_32;
+    use iris::LaunchConfig;
+    for backend in common::backends() {
+        World::threads(1)
+            .backend(backend)
+            .heap_bytes(1 << 20)
+            .run(|iris| {
+                for (rows, cols) in [(64usize, 128usize), (256, 96), (32, 32)] {
+                    let host: Vec<f32> = (0..rows * cols).map(|i| quarter(7, i)).collect();
+                    let want: Vec<f32> = (0..rows * cols)
+                        .map(|i| host[(i % rows) * cols + i / rows])
+                        .collect();
+                    let config = LaunchConfig::linear(((rows / 32) * (cols / 32)) as u32, 256);
+                    // Each element type's instance, to the host's transpose.
+                    macro_rules! check {
+                        ($t:ty) => {{
+                            let values: Vec<$t> = host.iter().map(|&x| <$t>::from_f32(x)).collect();
+                            let (b, t) =
+                                (iris.from_slice(&values)?, iris.zeros::<$t>(rows * cols)?);
+                            let (r, c) = (rows as u32, cols as u32);
+                            transpose_32::launch::<$t>(
+                                iris,
+                                config,
+                                &b.device_ptr(),
+                                &t.device_ptr(),
+                                r,
+                                c,
+                            )?;
+                            let got: Vec<f32> = t.to_vec()?.iter().map(|x| x.to_f32()).collect();
+                            let name = stringify!($t);
+                            assert_eq!(got, want, "{backend}: {name} {rows} x {cols}");
+                        }};
+                    }
+                    check!(bf16);
+                    check!(f16);
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    }
+}

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use super::autotune::{Tuner, Tuning};
 use super::element::{self, CclElement, KernelCall, KernelId};
-use super::matmul_workspace::{AheadCell, AheadSlot, SnapshotCell, SnapshotSlot};
+use super::matmul_workspace::{
+    AheadCell, AheadSlot, LayoutCell, LayoutSlot, SnapshotCell, SnapshotSlot,
+};
 use super::residency::{self, Sharing};
 use super::signals;
 use crate::abi::KernelUnit;
@@ -62,6 +64,9 @@ pub struct Ccl<'ctx> {
     /// The snapshot all-gather GEMM's copies of A, made by its first call (see
     /// `matmul.rs`).
     snapshot: Box<dyn SnapshotSlot + 'ctx>,
+    /// B in the layout of the fused GEMMs' kernel on this device, where a call's B came
+    /// the other way (see `matmul.rs`).
+    b_layout: Box<dyn LayoutSlot + 'ctx>,
 }
 
 impl<'ctx> Ccl<'ctx> {
@@ -174,6 +179,7 @@ impl<'ctx> Ccl<'ctx> {
             tuner: Tuner::from_env(),
             gather_ahead: Box::new(AheadCell::new(iris)),
             snapshot: Box::new(SnapshotCell::new(iris)),
+            b_layout: Box::new(LayoutCell::new(iris)),
         };
         // Every rank has loaded the barrier before any rank launches it.
         iris.host_barrier()?;
@@ -487,6 +493,11 @@ impl<'ctx> Ccl<'ctx> {
     /// The snapshot all-gather GEMM's workspace.
     pub(super) fn snapshot(&self) -> &dyn SnapshotSlot {
         &*self.snapshot
+    }
+
+    /// The fused GEMMs' workspace for B in the other layout.
+    pub(super) fn b_layout(&self) -> &dyn LayoutSlot {
+        &*self.b_layout
     }
 
     /// Ranks of the world on this rank's device.

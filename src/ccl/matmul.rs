@@ -90,7 +90,7 @@ pub(crate) mod kernels {
     }
 }
 
-use super::gemm_kernels::{ahead, staged_kernels, warpgroup_kernels};
+use super::gemm_kernels::{ahead, staged_kernels, transpose_kernels, warpgroup_kernels};
 use super::matmul_workspace::{SnapshotSlot, WithHalf};
 use super::{check_len, AllReduceAlgo, Ccl, LocalArray};
 use crate::prelude::{bf16, f16};
@@ -109,7 +109,10 @@ pub struct MatrixB<'a, T: Pod> {
 }
 
 impl<'a, T: Pod> MatrixB<'a, T> {
-    /// B as `k x n`, row-major: the GEMM is `staged_128` (every target).
+    /// B as `k x n`, row-major (`n` a multiple of 128): the GEMM is `staged_128` (MFMA on
+    /// AMD, `mma.sync` on NVIDIA; the CPU runs it too), except on Hopper where `n` is a
+    /// multiple of 256: there the call transposes B into the communicator's workspace
+    /// first (one pass over B) and runs `warpgroup_256`, about twice as fast.
     pub fn k_by_n(b: &'a impl LocalArray<T>) -> Self {
         Self {
             ptr: b.local_ptr(),
@@ -120,10 +123,12 @@ impl<'a, T: Pod> MatrixB<'a, T> {
         }
     }
 
-    /// B given transposed, `Bᵀ` as `n x k` row-major (a `torch.nn.Linear` weight): the
-    /// GEMM is `warpgroup_256`, Hopper's `wgmma` (on the H200 about twice
-    /// `staged_128`'s speed; other targets compute the same products without the
-    /// matrix units, slower). `n` a multiple of 256.
+    /// B given transposed, `Bᵀ` as `n x k` row-major (a `torch.nn.Linear` weight; `n` a
+    /// multiple of 256): the GEMM is `warpgroup_256`, Hopper's `wgmma` (on the H200
+    /// about twice `staged_128`'s speed) on Hopper and on the CPU backend; on other GPUs
+    /// the call transposes it into the communicator's workspace first and runs
+    /// `staged_128` on their matrix units (except [`MatmulReduceAlgo::Pull`], which
+    /// reads the peers' Bᵀ where it is).
     pub fn transposed(bt: &'a impl LocalArray<T>) -> Self {
         Self {
             ptr: bt.local_ptr(),
@@ -164,6 +169,19 @@ pub trait MatmulElement: Pod + sealed::Sealed {
     where
         Self: Sized;
 
+    /// Launches the transpose of `src` (`rows x cols`) into `dst` (`cols x rows`) for
+    /// this type (`transpose_32`).
+    #[doc(hidden)]
+    fn launch_transpose(
+        iris: &Iris,
+        src: DevicePtr<Self>,
+        dst: DevicePtr<Self>,
+        rows: u32,
+        cols: u32,
+    ) -> Result<()>
+    where
+        Self: Sized;
+
     /// Calls `f` with this call's half of the communicator's snapshot workspace for this
     /// type (see [`AllGatherMatmulAlgo::Snapshot`]).
     #[doc(hidden)]
@@ -180,6 +198,24 @@ pub trait MatmulElement: Pod + sealed::Sealed {
 macro_rules! matmul_element {
     ($t:ty, $with:ident) => {
         impl MatmulElement for $t {
+            fn launch_transpose(
+                iris: &Iris,
+                src: DevicePtr<Self>,
+                dst: DevicePtr<Self>,
+                rows: u32,
+                cols: u32,
+            ) -> Result<()> {
+                let blocks = (rows / 32) * (cols / 32);
+                transpose_kernels::transpose_32::launch::<$t>(
+                    iris,
+                    LaunchConfig::linear(blocks, 256),
+                    &src,
+                    &dst,
+                    rows,
+                    cols,
+                )
+            }
+
             fn with_snapshot(
                 slot: &dyn SnapshotSlot,
                 len: usize,
@@ -453,6 +489,49 @@ fn gemm_threads(ccl: &Ccl<'_>, wide: bool) -> u32 {
     }
 }
 
+/// Whether the fused GEMM kernel for B on this device takes it transposed: Hopper's
+/// (`sm_90`) `warpgroup_256` takes Bᵀ, and a B given as `k x n` goes to it too where `n`
+/// is whole tiles of it (a multiple of 256); every other GPU's best kernel is
+/// `staged_128` (MFMA on AMD, `mma.sync` on NVIDIA before Hopper), which takes `k x n`;
+/// the CPU backend, which has no matrix units, runs the kernel of the layout given.
+fn kernel_takes_bt(backend: crate::BackendKind, target: &str, given_bt: bool, n: usize) -> bool {
+    match backend {
+        crate::BackendKind::Cpu => given_bt,
+        _ if target == "sm_90" => given_bt || n % 256 == 0,
+        _ => false,
+    }
+}
+
+/// `b` (`k x n`, or given transposed) in the layout of this device's kernel
+/// ([`kernel_takes_bt`]): itself, or transposed into the communicator's workspace (one
+/// launch of `transpose_32` on this rank's stream, read by the call's launches after it).
+/// Called once the call's shapes are checked.
+fn in_kernel_layout<'b, T: MatmulElement>(
+    ccl: &Ccl<'_>,
+    b: MatrixB<'b, T>,
+    k: usize,
+    n: usize,
+) -> Result<MatrixB<'b, T>> {
+    let info = ccl.iris().device_info();
+    let bt = kernel_takes_bt(info.backend, &info.target, b.transposed, n);
+    if bt == b.transposed {
+        return Ok(b);
+    }
+    let ptr = ccl
+        .b_layout()
+        .bytes(k * n * std::mem::size_of::<T>())?
+        .cast::<T>();
+    let (rows, cols) = if b.transposed { (n, k) } else { (k, n) };
+    T::launch_transpose(ccl.iris(), b.ptr, ptr, rows as u32, cols as u32)?;
+    Ok(MatrixB {
+        ptr,
+        len: b.len,
+        transposed: bt,
+        symmetric: None,
+        _borrow: PhantomData,
+    })
+}
+
 /// Whole tiles, and sizes the kernel's `u32` indices hold: `rows` of A per GEMM (a
 /// multiple of 128), `n` (of `width`), `k` (of 64), `total` rows of C.
 fn check_tiles(
@@ -703,6 +782,7 @@ pub fn all_gather_matmul_with<'b, T: MatmulElement>(
     let _span = ccl
         .iris()
         .trace_span(what, (world * m * k * std::mem::size_of::<T>()) as u64);
+    let b = in_kernel_layout(ccl, b, k, n)?;
     let me = ccl.rank() as u32;
     let (m, n, k, world) = (m as u32, n as u32, k as u32, world as u32);
     // Steps `first..first + steps` read in place from `a` (the ranks' A or their
@@ -973,6 +1053,8 @@ fn reduced<T: MatmulElement>(
     }
     let _span = ccl.iris().trace_span(what, (rows * n * 4) as u64);
     let own_tiles = (part / 128 * (n / width)) as u32;
+    // `Pull` reads the given Bᵀ in place; the other forms take B in the layout of this
+    // device's kernel.
     if let Some((a, bt)) = pulled(what, ccl, a, &b, own_tiles, algo)? {
         // Every rank's A and B are written (and, for the all-reduce, no rank still reads
         // its `c` of the last call).
@@ -993,6 +1075,8 @@ fn reduced<T: MatmulElement>(
         // No rank rewrites its A or B (or reads its `c`) until every owner is done.
         return ccl.barrier();
     }
+    let b = in_kernel_layout(ccl, b, k, n)?;
+    let own_tiles = (part / 128 * (n / b.tile_width())) as u32;
     if after_gemm(ccl, own_tiles, algo) {
         // This rank's whole partial product into its own `staging` (no peer writes or
         // reads it: the last collective on it ended with every rank done with it, or
@@ -1064,7 +1148,23 @@ fn reduced<T: MatmulElement>(
 
 #[cfg(test)]
 mod tests {
-    use super::pulled_waves_fit;
+    use super::{kernel_takes_bt, pulled_waves_fit};
+    use crate::BackendKind;
+
+    /// Hopper takes Bᵀ (and a `k x n` B whose `n` is whole 256-wide tiles), other GPUs
+    /// `k x n`, the CPU the layout given.
+    #[test]
+    fn each_device_takes_b_in_its_kernels_layout() {
+        for given in [false, true] {
+            assert_eq!(kernel_takes_bt(BackendKind::Cpu, "host", given, 256), given);
+            assert!(kernel_takes_bt(BackendKind::Cuda, "sm_90", given, 1024));
+            assert!(!kernel_takes_bt(BackendKind::Cuda, "sm_80", given, 1024));
+            assert!(!kernel_takes_bt(BackendKind::Hip, "gfx942", given, 1024));
+        }
+        // Bᵀ stays Bᵀ on Hopper; B with n = 384 is not whole tiles of `warpgroup_256`.
+        assert!(kernel_takes_bt(BackendKind::Cuda, "sm_90", true, 384));
+        assert!(!kernel_takes_bt(BackendKind::Cuda, "sm_90", false, 384));
+    }
 
     /// The H100 runs the rule follows (132 multiprocessors, 4 ranks, tiles in all):
     /// 64 and 160 lost to the GEMM then the collective, 128, 256 and 512 won.

@@ -194,3 +194,40 @@ impl SnapshotSlot for SnapshotCell<'_> {
         std::mem::forget(self.f16.take());
     }
 }
+
+/// Where a communicator keeps B in the other layout (the fused GEMMs transpose a B whose
+/// layout is not their kernel's on this device): device memory of this rank, read only by
+/// its own launches, grown as a call needs.
+pub(crate) trait LayoutSlot {
+    /// The workspace, at least `bytes` long (made or grown first; the old one is freed in
+    /// stream order, after the work queued before reads it). Valid until a later call
+    /// grows it.
+    fn bytes(&self, bytes: usize) -> Result<DevicePtr<u8>>;
+}
+
+/// The communicator's [`LayoutSlot`].
+pub(crate) struct LayoutCell<'ctx> {
+    iris: &'ctx Iris,
+    buffer: RefCell<Option<crate::Buffer<'ctx, u8>>>,
+}
+
+impl<'ctx> LayoutCell<'ctx> {
+    /// An empty slot of `iris`'s rank.
+    pub(crate) fn new(iris: &'ctx Iris) -> Self {
+        Self {
+            iris,
+            buffer: RefCell::new(None),
+        }
+    }
+}
+
+impl LayoutSlot for LayoutCell<'_> {
+    fn bytes(&self, bytes: usize) -> Result<DevicePtr<u8>> {
+        let mut slot = self.buffer.borrow_mut();
+        if slot.as_ref().is_none_or(|b| b.len() < bytes) {
+            *slot = None;
+            *slot = Some(self.iris.zeros::<u8>(bytes)?);
+        }
+        Ok(slot.as_ref().expect("made above").device_ptr())
+    }
+}

@@ -9,7 +9,8 @@
 //! the blocks read them; each tile of a partial product stored straight into the rank
 //! that owns its rows), and the all-gather GEMM's copy-ahead form for ranks on separate
 //! devices ([`ahead`], `copy_ahead.rs`). Also the order in which blocks take their tiles
-//! ([`grouped`]).
+//! ([`grouped`]), and B's transpose into the layout of the device's kernel
+//! ([`transpose_kernels`], `transpose.rs`).
 
 /// Grouped tile order for L2.
 #[iris::device]
@@ -39,8 +40,10 @@ pub mod grouped {
 #[macro_use]
 mod copy_ahead;
 mod staged;
+mod transpose;
 mod warpgroup;
 
 pub use copy_ahead::ahead;
 pub use staged::staged_kernels;
+pub use transpose::transpose_kernels;
 pub use warpgroup::warpgroup_kernels;
