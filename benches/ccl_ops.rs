@@ -44,9 +44,8 @@
 use std::time::Instant;
 
 use iris::ccl::gemm_kernels::staged_kernels::staged_128;
-use iris::ccl::gemm_kernels::transpose_kernels::transpose_32;
 use iris::ccl::gemm_kernels::warpgroup_kernels::{pulled_wide, warpgroup_256};
-use iris::ccl::{self, AllReduceAlgo, Ccl, Moe, MoeShape};
+use iris::ccl::{self, AllReduceAlgo, Ccl, MatmulElement, Moe, MoeShape};
 use iris::prelude::bf16;
 use iris::{BackendKind, Buffer, DevicePtr, Iris, LaunchConfig, World};
 use rand::rngs::StdRng;
@@ -531,8 +530,7 @@ fn gemm_rows(
     let mut rows = Vec::new();
     // B as `k x n` goes where the library's fused calls take it: on Hopper through a
     // transpose into `warpgroup_256` (n whole 256-wide tiles), elsewhere `staged_128`.
-    let info = iris.device_info();
-    let via_bt = !transposed && info.target == "sm_90" && n % 256 == 0;
+    let via_bt = !transposed && ccl::fused_kernel_takes_bt(iris, false, n);
     let kernel = if transposed {
         "warpgroup_256, Bᵀ"
     } else if via_bt {
@@ -555,14 +553,7 @@ fn gemm_rows(
                    rows: usize| {
         if transposed || via_bt {
             let bt = if via_bt {
-                transpose_32::launch::<bf16>(
-                    iris,
-                    LaunchConfig::linear(((k / 32) * (n / 32)) as u32, 256),
-                    b,
-                    &b_t.device_ptr(),
-                    k as u32,
-                    n as u32,
-                )?;
+                bf16::launch_transpose(iris, *b, b_t.device_ptr(), k as u32, n as u32)?;
                 b_t.device_ptr()
             } else {
                 *b

@@ -502,6 +502,15 @@ fn kernel_takes_bt(backend: crate::BackendKind, target: &str, given_bt: bool, n:
     }
 }
 
+/// [`kernel_takes_bt`] on `iris`'s device: whether the fused GEMMs run `warpgroup_256`
+/// (Bᵀ) for a B given transposed or not (`given_bt`) with `n` columns, so that a bench's
+/// unfused sequence can run the same kernel.
+#[doc(hidden)]
+pub fn fused_kernel_takes_bt(iris: &Iris, given_bt: bool, n: usize) -> bool {
+    let info = iris.device_info();
+    kernel_takes_bt(info.backend, &info.target, given_bt, n)
+}
+
 /// `b` (`k x n`, or given transposed) in the layout of this device's kernel
 /// ([`kernel_takes_bt`]): itself, or transposed into the communicator's workspace (one
 /// launch of `transpose_32` on this rank's stream, read by the call's launches after it).
@@ -512,8 +521,7 @@ fn in_kernel_layout<'b, T: MatmulElement>(
     k: usize,
     n: usize,
 ) -> Result<MatrixB<'b, T>> {
-    let info = ccl.iris().device_info();
-    let bt = kernel_takes_bt(info.backend, &info.target, b.transposed, n);
+    let bt = fused_kernel_takes_bt(ccl.iris(), b.transposed, n);
     if bt == b.transposed {
         return Ok(b);
     }
@@ -570,8 +578,8 @@ fn own_rows_first(ccl: &Ccl<'_>, tiles: u32) -> bool {
 /// rows, step `i` rank or owner `me + i`'s) after the sync that lets them touch the
 /// peers' memory: where [`own_rows_first`] says so, step 0 alone with the split barrier
 /// inside its launch (`inside`: its block 0 arrives as it starts, its last block waits
-/// for the other ranks; the barrier library's `ccl_grid_arrive` and `ccl_grid_wait`), then the rest; else a barrier, then
-/// every step in one launch. A rank with a sync stream
+/// for the other ranks; the barrier library's `ccl_grid_arrive` and `ccl_grid_wait`),
+/// then the rest; else a barrier, then every step in one launch. A rank with a sync stream
 /// ([`World::sync_stream`](crate::World::sync_stream)) queues the split barrier's arrive
 /// and wait kernels there instead, beside step 0.
 fn own_rows_then_peers(
@@ -905,8 +913,8 @@ pub enum MatmulReduceAlgo {
     /// [`AfterGemm`](Self::AfterGemm) when the own rows of all the ranks are less than a
     /// wave of tiles (a tensor-parallel layer's narrow `n`: there the call cannot hide
     /// the ranks' arrival skew behind its own rows, and measured slower than the GEMM
-    /// and the collective one after the other); else [`IntoOwners`](Self::IntoOwners). Every rank passes the same kinds of arrays (the
-    /// choice follows them).
+    /// and the collective one after the other); else [`IntoOwners`](Self::IntoOwners).
+    /// Every rank passes the same kinds of arrays (the choice follows them).
     #[default]
     Auto,
     /// The GEMM stores each tile of this rank's partial product straight into slot `me`

@@ -156,9 +156,9 @@ pub use element::{KernelCall, KernelId};
 pub use library::barrier;
 pub(crate) use library::reduction;
 pub use matmul::{
-    all_gather_matmul, all_gather_matmul_with, matmul_all_reduce, matmul_all_reduce_with,
-    matmul_reduce_scatter, matmul_reduce_scatter_with, AllGatherMatmulAlgo, MatmulElement,
-    MatmulReduceAlgo, MatrixB,
+    all_gather_matmul, all_gather_matmul_with, fused_kernel_takes_bt, matmul_all_reduce,
+    matmul_all_reduce_with, matmul_reduce_scatter, matmul_reduce_scatter_with, AllGatherMatmulAlgo,
+    MatmulElement, MatmulReduceAlgo, MatrixB,
 };
 pub use moe::{Moe, MoeShape};
 pub use point_to_point::{recv, send};
